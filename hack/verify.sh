@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Fails when generated code or CRDs are stale, go.mod/go.sum are untidy, Go code is not
+# gofmt'ed, or the vendored third-party CRDs differ from ../shared/thirdparty-crds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+generated=(pkg/api config/crd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Snapshot, regenerate, compare, restore: verify never leaves the tree changed.
+for p in "${generated[@]}" go.mod go.sum; do mkdir -p "$tmp/before/$(dirname "$p")"; cp -a "$p" "$tmp/before/$p"; done
+restore() { for p in "${generated[@]}" go.mod go.sum; do rm -rf "$p"; cp -a "$tmp/before/$p" "$p"; done; }
+
+status=0
+make -s generate >/dev/null
+for p in "${generated[@]}"; do
+  if ! diff -r "$tmp/before/$p" "$p" >"$tmp/diff" 2>&1; then
+    echo "generated files under $p are stale: run 'make generate'"; head -40 "$tmp/diff"; status=1
+  fi
+done
+go mod tidy
+if ! diff -q "$tmp/before/go.mod" go.mod >/dev/null || ! diff -q "$tmp/before/go.sum" go.sum >/dev/null; then
+  echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; diff "$tmp/before/go.mod" go.mod || true; status=1
+fi
+restore
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
+if [[ -n "$unformatted" ]]; then echo "not gofmt'ed:"; echo "$unformatted"; status=1; fi
+
+if [[ -d ../shared/thirdparty-crds ]]; then
+  if ! diff -r ../shared/thirdparty-crds config/thirdparty-crds >/dev/null; then
+    echo "config/thirdparty-crds differs from ../shared/thirdparty-crds: copy them again"; status=1
+  fi
+fi
+[[ $status -eq 0 ]] && echo "verify: generated files, go.mod and formatting are up to date"
+exit $status

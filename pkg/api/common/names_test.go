@@ -1,0 +1,39 @@
+package common
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestNames(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{HeadlessServiceName("disagg", 1), "disagg-1"},
+		{HeadlessServiceAddress("disagg", 1, "ns"), "disagg-1.ns.svc.cluster.local"},
+		{BasePodGangName("disagg", 0), "disagg-0"},
+		{StandalonePodCliqueName("disagg", 0, "router"), "disagg-0-router"},
+		{PodCliqueScalingGroupName("disagg", 0, "workers"), "disagg-0-workers"},
+		{ScalingGroupPodCliqueName("disagg-0-workers", 2, "prefill"), "disagg-0-workers-2-prefill"},
+		{ScaledPodGangName("disagg-0-workers", 3, 1), "disagg-0-workers-2"},
+		{PodGangNameForScalingGroupReplica("disagg", 0, "disagg-0-workers", 0, 1), "disagg-0"},
+		{PodGangNameForScalingGroupReplica("disagg", 0, "disagg-0-workers", 1, 1), "disagg-0-workers-0"},
+		{PodHostname("disagg-0-router", 3), "disagg-0-router-3"},
+		{PodGenerateName("disagg-0-router"), "disagg-0-router-"},
+		{PodRoleName("disagg"), "grove.io:pcs:disagg"},
+		{AllReplicasResourceClaimName("disagg", "gpu"), "disagg-all-gpu"},
+		{PerReplicaResourceClaimName("disagg-0-router", 2, "gpu"), "disagg-0-router-2-gpu"},
+		{KoordinatorPodGroupName("disagg-0", "disagg-0-router"), "disagg-0-disagg-0-router"},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, tc.got)
+	}
+}
+
+func TestShortenLabelValue(t *testing.T) {
+	assert.Equal(t, "short", ShortenLabelValue("short"))
+	long := strings.Repeat("a", 80)
+	got := ShortenLabelValue(long)
+	assert.LessOrEqual(t, len(got), 63)
+	assert.NotEqual(t, got, ShortenLabelValue(strings.Repeat("a", 79)+"b"), "different long values stay distinct")
+}

@@ -1,0 +1,90 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Defaults of the operator configuration.
+const (
+	DefaultWebhookPort       = 9443
+	DefaultHealthProbePort   = 9444
+	DefaultMetricsPort       = 9445
+	DefaultServerCertDir     = "/etc/grove-operator/webhook-certs"
+	DefaultWebhookSecretName = "grove-webhook-server-cert"
+	DefaultWebhookService    = "grove-operator"
+	DefaultNamespace         = "grove-system"
+	DefaultLeaseName         = "grove-operator-leader-election"
+	DefaultConcurrentSyncs   = 4
+	DefaultStartupWaiterImg  = "ghcr.io/ai-dynamo/grove/grove-operator:latest"
+)
+
+// SetDefaults_OperatorConfiguration fills unset fields with their defaults.
+//
+//nolint:revive,staticcheck // the underscore name is the apimachinery defaulter convention.
+func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
+	if c.ClientConnection.QPS == 0 {
+		c.ClientConnection.QPS = 100
+	}
+	if c.ClientConnection.Burst == 0 {
+		c.ClientConnection.Burst = 150
+	}
+	le := &c.LeaderElection
+	setDuration(&le.LeaseDuration, 15*time.Second)
+	setDuration(&le.RenewDeadline, 10*time.Second)
+	setDuration(&le.RetryPeriod, 2*time.Second)
+	setString(&le.ResourceLock, "leases")
+	setString(&le.ResourceName, DefaultLeaseName)
+	setString(&le.ResourceNamespace, DefaultNamespace)
+
+	wh := &c.Server.Webhooks
+	if wh.Port == 0 {
+		wh.Port = DefaultWebhookPort
+	}
+	setString(&wh.ServerCertDir, DefaultServerCertDir)
+	if wh.CertProvisionMode == "" {
+		wh.CertProvisionMode = CertProvisionModeAuto
+	}
+	setString(&wh.SecretName, DefaultWebhookSecretName)
+	setString(&wh.ServiceName, DefaultWebhookService)
+	setString(&wh.Namespace, DefaultNamespace)
+	if c.Server.HealthProbes.Port == 0 {
+		c.Server.HealthProbes.Port = DefaultHealthProbePort
+	}
+	if c.Server.Metrics.Port == 0 {
+		c.Server.Metrics.Port = DefaultMetricsPort
+	}
+
+	for _, cc := range []*ConcurrencyConfiguration{&c.Controllers.PodCliqueSet, &c.Controllers.PodClique, &c.Controllers.PodCliqueScalingGroup, &c.Controllers.ClusterTopology} {
+		if cc.ConcurrentSyncs == nil {
+			cc.ConcurrentSyncs = ptr.To(DefaultConcurrentSyncs)
+		}
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = LogLevelInfo
+	}
+	if c.LogFormat == "" {
+		c.LogFormat = LogFormatJSON
+	}
+	if len(c.Scheduler.Profiles) == 0 {
+		c.Scheduler.Profiles = []SchedulerProfile{{Name: SchedulerNameGrove}}
+	}
+	if c.Scheduler.DefaultProfileName == "" && len(c.Scheduler.Profiles) == 1 {
+		c.Scheduler.DefaultProfileName = c.Scheduler.Profiles[0].Name
+	}
+	setString(&c.StartupWaiter.Image, DefaultStartupWaiterImg)
+}
+
+func setDuration(d *metav1.Duration, v time.Duration) {
+	if d.Duration == 0 {
+		d.Duration = v
+	}
+}
+
+func setString(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}

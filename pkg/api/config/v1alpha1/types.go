@@ -1,0 +1,190 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+// +kubebuilder:object:root=true
+
+// OperatorConfiguration configures grove-operator.
+type OperatorConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+	// ClientConnection configures the operator's API client.
+	ClientConnection ClientConnectionConfiguration `json:"runtimeClientConnection"`
+	// LeaderElection configures leader election between operator replicas.
+	LeaderElection LeaderElectionConfiguration `json:"leaderElection"`
+	// Server configures the webhook, health and metrics servers.
+	Server ServerConfiguration `json:"server"`
+	// Controllers configures the controllers.
+	Controllers ControllerConfiguration `json:"controllers"`
+	// LogLevel is debug, info or error.
+	LogLevel LogLevel `json:"logLevel"`
+	// LogFormat is json or text.
+	LogFormat LogFormat `json:"logFormat"`
+	// Scheduler lists the scheduler backends the operator can hand PodGangs to.
+	Scheduler SchedulerConfiguration `json:"scheduler"`
+	// TopologyAwareScheduling configures topology-aware scheduling.
+	TopologyAwareScheduling TopologyAwareSchedulingConfiguration `json:"topologyAwareScheduling"`
+	// StartupWaiter configures the init container that enforces clique startup order.
+	StartupWaiter StartupWaiterConfiguration `json:"startupWaiter"`
+}
+
+// LogLevel is the verbosity of the operator's logs.
+type LogLevel string
+
+// LogFormat is the encoding of the operator's logs.
+type LogFormat string
+
+// Log levels and formats.
+const (
+	LogLevelDebug LogLevel  = "debug"
+	LogLevelInfo  LogLevel  = "info"
+	LogLevelError LogLevel  = "error"
+	LogFormatJSON LogFormat = "json"
+	LogFormatText LogFormat = "text"
+)
+
+// ClientConnectionConfiguration configures the API client.
+type ClientConnectionConfiguration struct {
+	// QPS is the sustained request rate to the apiserver.
+	QPS float32 `json:"qps"`
+	// Burst is the request burst to the apiserver.
+	Burst int `json:"burst"`
+}
+
+// LeaderElectionConfiguration configures leader election.
+type LeaderElectionConfiguration struct {
+	// Enabled turns leader election on; required with more than one replica.
+	Enabled bool `json:"enabled"`
+	// LeaseDuration is how long a lease is valid.
+	LeaseDuration metav1.Duration `json:"leaseDuration"`
+	// RenewDeadline is how long the leader keeps trying to renew.
+	RenewDeadline metav1.Duration `json:"renewDeadline"`
+	// RetryPeriod is the wait between attempts.
+	RetryPeriod metav1.Duration `json:"retryPeriod"`
+	// ResourceLock is the lock kind; only "leases" is supported.
+	ResourceLock string `json:"resourceLock"`
+	// ResourceName is the name of the lease.
+	ResourceName string `json:"resourceName"`
+	// ResourceNamespace is the namespace of the lease.
+	ResourceNamespace string `json:"resourceNamespace"`
+}
+
+// ServerConfiguration configures the operator's servers.
+type ServerConfiguration struct {
+	// Webhooks configures the admission webhook server.
+	Webhooks WebhookServer `json:"webhooks"`
+	// HealthProbes configures /healthz and /readyz.
+	HealthProbes Server `json:"healthProbes"`
+	// Metrics configures /metrics.
+	Metrics Server `json:"metrics"`
+}
+
+// Server is an address to listen on.
+type Server struct {
+	// BindAddress is the IP to listen on.
+	BindAddress string `json:"bindAddress"`
+	// Port to listen on; 0 disables the server.
+	Port int `json:"port"`
+}
+
+// CertProvisionMode decides where the webhook serving certificate comes from.
+type CertProvisionMode string
+
+const (
+	// CertProvisionModeAuto: the operator creates a CA and serving certificate, stores them in
+	// a Secret, injects the CA into its webhook configurations and rotates them.
+	CertProvisionModeAuto CertProvisionMode = "auto"
+	// CertProvisionModeManual: the certificate is mounted into serverCertDir (e.g. by cert-manager).
+	CertProvisionModeManual CertProvisionMode = "manual"
+)
+
+// WebhookServer configures the webhook server.
+type WebhookServer struct {
+	Server `json:",inline"`
+	// ServerCertDir holds tls.crt and tls.key.
+	ServerCertDir string `json:"serverCertDir"`
+	// CertProvisionMode is auto or manual.
+	CertProvisionMode CertProvisionMode `json:"certProvisionMode"`
+	// SecretName is the Secret holding the certificate in auto mode.
+	SecretName string `json:"secretName"`
+	// ServiceName is the Service that fronts the webhook server (the certificate's DNS name).
+	ServiceName string `json:"serviceName"`
+	// Namespace is the namespace of the Secret and Service.
+	Namespace string `json:"namespace"`
+}
+
+// ControllerConfiguration configures the controllers.
+type ControllerConfiguration struct {
+	PodCliqueSet          ConcurrencyConfiguration `json:"podCliqueSet"`
+	PodClique             ConcurrencyConfiguration `json:"podClique"`
+	PodCliqueScalingGroup ConcurrencyConfiguration `json:"podCliqueScalingGroup"`
+	ClusterTopology       ConcurrencyConfiguration `json:"clusterTopology"`
+}
+
+// ConcurrencyConfiguration configures one controller.
+type ConcurrencyConfiguration struct {
+	// ConcurrentSyncs is the number of parallel reconciles.
+	// +optional
+	ConcurrentSyncs *int `json:"concurrentSyncs,omitempty"`
+}
+
+// SchedulerName names a scheduler backend; it is also the pods' spec.schedulerName.
+type SchedulerName string
+
+// Scheduler backends.
+const (
+	SchedulerNameGrove       SchedulerName = "grove-scheduler"
+	SchedulerNameKube        SchedulerName = "default-scheduler"
+	SchedulerNameKAI         SchedulerName = "kai-scheduler"
+	SchedulerNameKoordinator SchedulerName = "koord-scheduler"
+)
+
+// SupportedSchedulerNames are the backends the operator knows.
+var SupportedSchedulerNames = []SchedulerName{SchedulerNameGrove, SchedulerNameKube, SchedulerNameKAI, SchedulerNameKoordinator}
+
+// SchedulerConfiguration lists the enabled scheduler backends.
+type SchedulerConfiguration struct {
+	// Profiles are the enabled backends.
+	Profiles []SchedulerProfile `json:"profiles"`
+	// DefaultProfileName is the backend for pods without a schedulerName.
+	DefaultProfileName SchedulerName `json:"defaultProfileName"`
+}
+
+// SchedulerProfile enables one backend with its backend-specific config.
+type SchedulerProfile struct {
+	// Name of the backend.
+	Name SchedulerName `json:"name"`
+	// Config is the backend-specific configuration.
+	// +optional
+	Config *runtime.RawExtension `json:"config,omitempty"`
+}
+
+// TopologyAwareSchedulingConfiguration configures topology-aware scheduling.
+type TopologyAwareSchedulingConfiguration struct {
+	// Enabled allows PodCliqueSets to carry topology constraints.
+	Enabled bool `json:"enabled"`
+	// Profiles are ClusterTopologies the operator creates and keeps equal to this config.
+	// +optional
+	Profiles []TopologyProfile `json:"profiles,omitempty"`
+}
+
+// TopologyProfile is a ClusterTopology managed from the configuration.
+type TopologyProfile struct {
+	// Name of the ClusterTopology.
+	Name string `json:"name"`
+	// Levels, broadest first.
+	Levels []corev1alpha1.TopologyLevel `json:"levels"`
+	// SchedulerReferences name externally managed backend topology objects.
+	// +optional
+	SchedulerReferences []corev1alpha1.SchedulerReference `json:"schedulerReferences,omitempty"`
+}
+
+// StartupWaiterConfiguration configures the startup-ordering init container.
+type StartupWaiterConfiguration struct {
+	// Image runs `grove-operator wait-for-cliques`.
+	Image string `json:"image"`
+}

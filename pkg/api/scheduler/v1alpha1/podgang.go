@@ -1,0 +1,156 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pg
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Initialized",type=string,JSONPath=`.status.conditions[?(@.type=="Initialized")].status`
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// PodGang is a group of pods that must be scheduled together: every PodGroup gets at least
+// minReplicas pods placed, or none of the gang is bound.
+type PodGang struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   PodGangSpec   `json:"spec"`
+	Status PodGangStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PodGangList is a list of PodGangs.
+type PodGangList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PodGang `json:"items"`
+}
+
+// PodGangSpec is the desired state of a PodGang.
+type PodGangSpec struct {
+	// PodGroups are the member groups of the gang.
+	// +kubebuilder:validation:MinItems=1
+	PodGroups []PodGroup `json:"podgroups"`
+	// TopologyConstraint packs the whole gang.
+	// +optional
+	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
+	// TopologyConstraintGroupConfigs pack subsets of the PodGroups.
+	// +optional
+	TopologyConstraintGroupConfigs []TopologyConstraintGroupConfig `json:"topologyConstraintGroupConfigs,omitempty"`
+	// PriorityClassName of the gang.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// ReuseReservationRef suggests reusing the placement of an earlier PodGang.
+	// +optional
+	ReuseReservationRef *NamespacedName `json:"reuseReservationRef,omitempty"`
+}
+
+// PodGroup is a set of pods of the gang that share one pod template.
+type PodGroup struct {
+	// Name of the group (the PodClique's name).
+	Name string `json:"name"`
+	// PodReferences are the pods of the group, sorted.
+	PodReferences []NamespacedName `json:"podReferences"`
+	// MinReplicas is the number of the group's pods that must be placed together.
+	// +kubebuilder:validation:Minimum=0
+	MinReplicas int32 `json:"minReplicas"`
+	// TopologyConstraint packs this group.
+	// +optional
+	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
+}
+
+// TopologyConstraint holds pack constraints as node label keys.
+type TopologyConstraint struct {
+	// PackConstraint holds the required and preferred keys.
+	// +optional
+	PackConstraint *TopologyPackConstraint `json:"packConstraint,omitempty"`
+}
+
+// TopologyPackConstraint holds node label keys: pods must share one value of required and
+// should share one value of preferred.
+type TopologyPackConstraint struct {
+	// Required is a node label key the pods must share a value of.
+	// +optional
+	Required *string `json:"required,omitempty"`
+	// Preferred is a node label key the pods should share a value of.
+	// +optional
+	Preferred *string `json:"preferred,omitempty"`
+}
+
+// TopologyConstraintGroupConfig packs a subset of the PodGroups together.
+type TopologyConstraintGroupConfig struct {
+	// Name of the subset.
+	Name string `json:"name"`
+	// PodGroupNames are the groups in the subset.
+	PodGroupNames []string `json:"podGroupNames"`
+	// TopologyConstraint for the subset.
+	// +optional
+	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
+}
+
+// NamespacedName names a namespaced object.
+type NamespacedName struct {
+	// Namespace of the object.
+	Namespace string `json:"namespace"`
+	// Name of the object.
+	Name string `json:"name"`
+}
+
+// PodGangPhase is the lifecycle phase of a PodGang.
+// +kubebuilder:validation:Enum=Pending;Starting;Running
+type PodGangPhase string
+
+// PodGang phases.
+const (
+	PodGangPhasePending  PodGangPhase = "Pending"
+	PodGangPhaseStarting PodGangPhase = "Starting"
+	PodGangPhaseRunning  PodGangPhase = "Running"
+)
+
+// PodGang condition types.
+const (
+	// PodGangConditionInitialized is True once every pod of the gang exists and is listed (operator).
+	PodGangConditionInitialized = "Initialized"
+	// PodGangConditionScheduled is True once the gang's quorum is bound (scheduler).
+	PodGangConditionScheduled = "Scheduled"
+	// PodGangConditionReady is True once all PodGroups have minReplicas ready pods.
+	PodGangConditionReady = "Ready"
+	// PodGangConditionUnhealthy is True while the gang is below its minimums.
+	PodGangConditionUnhealthy = "Unhealthy"
+	// PodGangConditionDisruptionTarget is True when the gang is about to be terminated.
+	PodGangConditionDisruptionTarget = "DisruptionTarget"
+)
+
+// PodGangStatus is the observed state of a PodGang.
+type PodGangStatus struct {
+	// Phase of the gang.
+	// +optional
+	Phase PodGangPhase `json:"phase,omitempty"`
+	// Conditions of the gang.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// PlacementScore rates the network locality of the placement, 1.0 being the best possible.
+	// +optional
+	PlacementScore *float64 `json:"placementScore,omitempty"`
+}
+
+// Required returns the required key of a constraint, or "".
+func (tc *TopologyConstraint) Required() string {
+	if tc == nil || tc.PackConstraint == nil || tc.PackConstraint.Required == nil {
+		return ""
+	}
+	return *tc.PackConstraint.Required
+}
+
+// Preferred returns the preferred key of a constraint, or "".
+func (tc *TopologyConstraint) Preferred() string {
+	if tc == nil || tc.PackConstraint == nil || tc.PackConstraint.Preferred == nil {
+		return ""
+	}
+	return *tc.PackConstraint.Preferred
+}
