@@ -68,10 +68,10 @@ type Cluster struct {
 	// AdminToken authenticates as system:masters.
 	AdminToken string
 
-	etcd, apiserver, kcm *process
-	etcdURL              string
-	apiserverArgs        []string
-	tempDir              bool
+	etcd, apiserver, kcm, kwok *process
+	etcdURL                    string
+	apiserverArgs              []string
+	tempDir                    bool
 }
 
 // Start brings up etcd, kube-apiserver and (unless disabled) kube-controller-manager, waits
@@ -344,7 +344,7 @@ func (c *Cluster) writePIDFile() error {
 
 func (c *Cluster) processes() []*process {
 	var ps []*process
-	for _, p := range []*process{c.kcm, c.apiserver, c.etcd} {
+	for _, p := range []*process{c.kwok, c.kcm, c.apiserver, c.etcd} {
 		if p != nil {
 			ps = append(ps, p)
 		}

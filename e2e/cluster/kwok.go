@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	nodefast "sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
+)
+
+// Kwok node annotation: kwok manages (heartbeats, runs pods on) nodes that carry it.
+const (
+	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
+	KwokNodeAnnotationValue = "fake"
+	// KwokTaintKey keeps ordinary pods off simulated nodes unless they tolerate it; fake
+	// nodes made by FakeNode do not carry it, so any pod may land there.
+	KwokTaintKey = "kwok.x-k8s.io/node"
+)
+
+// StartKwok runs kwok against the control plane: it marks fake Nodes Ready and moves pods bound
+// to them through their lifecycle (Running, Ready; deleted pods go away), with the "fast"
+// stages shipped in the kwok module.
+func (c *Cluster) StartKwok(ctx context.Context) error {
+	if c.kwok != nil && !c.kwok.exited() {
+		return nil
+	}
+	binDir := c.opts.BinDir
+	if binDir == "" {
+		var err error
+		if binDir, err = BinDir(); err != nil {
+			return err
+		}
+	}
+	path, err := requireBinary(binDir, "kwok")
+	if err != nil {
+		return err
+	}
+	stages := strings.Join([]string{nodefast.DefaultNodeInit, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete}, "\n---\n")
+	stagesFile := filepath.Join(c.Dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stagesFile, []byte(stages), 0o644); err != nil {
+		return err
+	}
+	c.kwok = &process{name: "kwok", path: path, log: filepath.Join(c.Dir, "kwok.log"), args: []string{
+		"--kubeconfig=" + c.KubeconfigPath,
+		"--config=" + stagesFile,
+		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
+		"--node-lease-duration-seconds=40",
+		"--cidr=10.0.0.0/8",
+	}}
+	if err := c.kwok.start(); err != nil {
+		return err
+	}
+	// kwok has no health endpoint we rely on; give it a moment and make sure it did not die.
+	select {
+	case <-c.kwok.done:
+		return fmt.Errorf("kwok exited at start: %v\n%s", c.kwok.err, c.LogTail(20))
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return c.writePIDFile()
+}
+
+// FakeNode builds a kwok-managed Node with the given labels and allocatable resources
+// (for example {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}).
+func FakeNode(name string, labels map[string]string, allocatable map[corev1.ResourceName]string) *corev1.Node {
+	l := map[string]string{corev1.LabelHostname: name, "type": "kwok"}
+	for k, v := range labels {
+		l[k] = v
+	}
+	res := corev1.ResourceList{}
+	for k, v := range allocatable {
+		res[k] = resource.MustParse(v)
+	}
+	if _, ok := res[corev1.ResourcePods]; !ok {
+		res[corev1.ResourcePods] = resource.MustParse("110")
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Labels: l,
+			Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue},
+		},
+		Status: corev1.NodeStatus{
+			Capacity: res, Allocatable: res.DeepCopy(),
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		},
+	}
+}
