@@ -29,7 +29,7 @@ func TestKwokRunsPodsOnFakeNodes(t *testing.T) {
 	ns := c.TestNamespace(t)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
-		Spec: corev1.PodSpec{NodeName: "kwok-0", Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+		Spec:       corev1.PodSpec{NodeName: "kwok-0", Containers: []corev1.Container{{Name: "c", Image: "x"}}},
 	}
 	_, err = cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	require.NoError(t, err)

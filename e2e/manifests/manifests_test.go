@@ -1,0 +1,96 @@
+// Package manifests checks that what a cluster admin applies is accepted by a real apiserver.
+package manifests
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/ai-dynamo/grove/e2e/cluster"
+)
+
+func TestMain(m *testing.M) {
+	// Grove's CRDs are not pre-installed: the kustomization must bring them.
+	os.Exit(cluster.RunShared(m, cluster.Options{WithoutControllerManager: true, SkipGroveCRDs: true}))
+}
+
+// build renders a kustomization the way `kubectl apply -k` does.
+func build(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	require.NoError(t, err, "kustomize build %s", dir)
+	var objs []*unstructured.Unstructured
+	for _, r := range resMap.Resources() {
+		m, err := r.Map()
+		require.NoError(t, err)
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
+}
+
+// TestDefaultInstallIsAcceptedByTheAPIServer applies config/default with server-side apply,
+// first as a dry run of every object (namespaced objects need their namespace and kinds their
+// CRDs, so those go first for real), then checks every kind the admin gets.
+func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the control plane")
+	}
+	root, err := cluster.ModuleRoot()
+	require.NoError(t, err)
+	objs := build(t, root+"/config/default")
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+	}
+	assert.Equal(t, 5, kinds["CustomResourceDefinition"])
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap"} {
+		assert.NotZero(t, kinds[k], "config/default has no %s", k)
+	}
+
+	cfg := cluster.Shared.Config
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	require.NoError(t, err)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	ctx := context.Background()
+
+	apply := func(o *unstructured.Unstructured, dryRun bool) error {
+		mapping, err := mapper.RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+		if err != nil {
+			return err
+		}
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
+		if ns := o.GetNamespace(); ns != "" {
+			ri = dyn.Resource(mapping.Resource).Namespace(ns)
+		}
+		opts := metav1PatchOptions(dryRun)
+		_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, opts)
+		return err
+	}
+	// Cluster-wide prerequisites for real: the namespace and the CRDs.
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
+			require.NoError(t, apply(o, false), "%s %s", o.GetKind(), o.GetName())
+		}
+	}
+	mapper.Reset()
+	for _, o := range objs {
+		require.NoError(t, apply(o, true), "server-side dry-run of %s %s", o.GetKind(), o.GetName())
+	}
+}
