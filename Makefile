@@ -25,7 +25,7 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build grove-operator and grove-scheduler into bin/.
+build: ## Build grove-operator and grove-scheduler into bin/ (the e2e framework runs them as processes).
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(GROVE_LDFLAGS)" -o $(BIN)/ ./cmd/grove-operator ./cmd/grove-scheduler
 
@@ -48,7 +48,7 @@ lint: ## go vet and a gofmt check.
 ##@ Test
 
 .PHONY: test
-test: k8s-bins ## Unit and integration tests against a real etcd + kube-apiserver + kube-controller-manager.
+test: k8s-bins build ## Unit and integration tests against a real etcd + kube-apiserver + kube-controller-manager.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-unit

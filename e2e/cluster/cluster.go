@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,7 @@ type Cluster struct {
 
 	etcd, apiserver, kcm, kwok *process
 	etcdURL                    string
+	extra                      []*process
 	apiserverArgs              []string
 	tempDir                    bool
 }
@@ -344,7 +346,9 @@ func (c *Cluster) writePIDFile() error {
 
 func (c *Cluster) processes() []*process {
 	var ps []*process
-	for _, p := range []*process{c.kwok, c.kcm, c.apiserver, c.etcd} {
+	// Stop order: programs using the apiserver first, etcd last.
+	all := append(append([]*process{}, c.extra...), c.kwok, c.kcm, c.apiserver, c.etcd)
+	for _, p := range all {
 		if p != nil {
 			ps = append(ps, p)
 		}
@@ -455,3 +459,40 @@ func writeServiceAccountKeys(dir string) (keyPath, pubPath string, err error) {
 	}
 	return keyPath, pubPath, os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
+
+// Process is a program started next to the control plane (e.g. grove-operator); it is stopped
+// with the control plane and dies with its owner like the control-plane processes.
+type Process struct{ p *process }
+
+// StartProcess runs a program with the given arguments and environment (added to the
+// current one), logging to <Dir>/<name>.log.
+func (c *Cluster) StartProcess(name, path string, args, env []string) (*Process, error) {
+	p := &process{name: name, path: path, args: args, env: env, log: filepath.Join(c.Dir, name+".log")}
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	c.extra = append(c.extra, p)
+	return &Process{p: p}, c.writePIDFile()
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) error { return p.p.stop(grace) }
+
+// Kill sends SIGKILL at once (for crash tests).
+func (p *Process) Kill() error {
+	if p.p.exited() {
+		return nil
+	}
+	_ = syscall.Kill(-p.p.pid(), syscall.SIGKILL)
+	<-p.p.done
+	return nil
+}
+
+// Exited reports whether the process has ended, and its error.
+func (p *Process) Exited() (bool, error) { return p.p.exited(), p.p.err }
+
+// PID is the process id.
+func (p *Process) PID() int { return p.p.pid() }
+
+// LogPath is the process's log file.
+func (p *Process) LogPath() string { return p.p.log }

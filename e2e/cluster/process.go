@@ -17,6 +17,7 @@ type process struct {
 	name string
 	path string
 	args []string
+	env  []string
 	log  string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -37,6 +38,9 @@ func (p *process) start() error {
 		defer logFile.Close()
 		cmd := exec.Command(p.path, p.args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if len(p.env) > 0 {
+			cmd.Env = append(os.Environ(), p.env...)
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			started <- err
