@@ -24,6 +24,10 @@ export GROVE_BIN_DIR := $(BIN)
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
 
+.PHONY: kwok
+kwok: ## Build kwok v0.8.0 (simulated nodes) into bin/.
+	@test -x $(BIN)/kwok || $(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+
 .PHONY: build
 build: ## Build grove-operator and grove-scheduler into bin/ (the e2e framework runs them as processes).
 	@mkdir -p $(BIN)
@@ -45,10 +49,26 @@ lint: ## go vet and a gofmt check.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
+##@ Demo
+
+.PHONY: demo
+demo: ## Show Grove placing gangs on 64 simulated GPU nodes; leaves the environment up.
+	@echo ">> building the control plane (first time: ~6-9 minutes), grove-operator, grove-scheduler and grove-demo"
+	@$(MAKE) -s k8s-bins
+	@$(MAKE) -s build
+	@$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@$(GO) build -o $(BIN)/grove-demo ./e2e/cmd/grove-demo
+	@$(BIN)/grove-demo up --state-dir $(ROOT)/.demo
+
+.PHONY: demo-down
+demo-down: ## Stop the demo environment and every process it started.
+	@$(GO) build -o $(BIN)/grove-demo ./e2e/cmd/grove-demo
+	@$(BIN)/grove-demo down --state-dir $(ROOT)/.demo
+
 ##@ Test
 
 .PHONY: test
-test: k8s-bins build ## Unit and integration tests against a real etcd + kube-apiserver + kube-controller-manager.
+test: k8s-bins build kwok ## Unit and integration tests against a real etcd + kube-apiserver + kube-controller-manager.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-unit
