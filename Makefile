@@ -56,7 +56,7 @@ demo: ## Show Grove placing gangs on 64 simulated GPU nodes; leaves the environm
 	@echo ">> building the control plane (first time: ~6-9 minutes), grove-operator, grove-scheduler and grove-demo"
 	@$(MAKE) -s k8s-bins
 	@$(MAKE) -s build
-	@$(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
+	@$(MAKE) -s kwok
 	@$(GO) build -o $(BIN)/grove-demo ./e2e/cmd/grove-demo
 	@$(BIN)/grove-demo up --state-dir $(ROOT)/.demo
 
