@@ -32,7 +32,10 @@ func TestPodTemplate(t *testing.T) {
 			return ""
 		}, false},
 		{"label", func(c *corev1alpha1.PodCliqueTemplateSpec) string { c.Labels = map[string]string{"k": "v"}; return "" }, false},
-		{"annotation", func(c *corev1alpha1.PodCliqueTemplateSpec) string { c.Annotations = map[string]string{"k": "v"}; return "" }, false},
+		{"annotation", func(c *corev1alpha1.PodCliqueTemplateSpec) string {
+			c.Annotations = map[string]string{"k": "v"}
+			return ""
+		}, false},
 		{"priority class", func(*corev1alpha1.PodCliqueTemplateSpec) string { return "high" }, false},
 		{"replicas do not matter", func(c *corev1alpha1.PodCliqueTemplateSpec) string { c.Spec.Replicas = 9; return "" }, true},
 		{"minAvailable does not matter", func(c *corev1alpha1.PodCliqueTemplateSpec) string {

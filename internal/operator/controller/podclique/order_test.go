@@ -13,11 +13,11 @@ import (
 )
 
 type podState struct {
-	name      string
-	node      string
-	ready     bool
-	age       time.Duration
-	podIndex  int
+	name     string
+	node     string
+	ready    bool
+	age      time.Duration
+	podIndex int
 }
 
 func mkPod(s podState) *corev1.Pod {

@@ -240,4 +240,3 @@ func (r *Reconciler) baseGangScheduled(ctx context.Context, namespace, base stri
 	}
 	return true, nil
 }
-

@@ -210,4 +210,3 @@ func subset(want, have map[string]string) bool {
 	}
 	return true
 }
-

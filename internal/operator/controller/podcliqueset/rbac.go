@@ -71,4 +71,3 @@ func (c *roleBindings) Sync(ctx context.Context, st *state) error {
 func (c *roleBindings) Delete(ctx context.Context, st *state) error {
 	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleBindingList{}, apicommon.ComponentPodRoleBinding)
 }
-

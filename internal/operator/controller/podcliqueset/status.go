@@ -49,7 +49,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	status := *st.stored.Status.DeepCopy()
 	generationHash := hash.PodCliqueSetGeneration(&pcs.Spec.Template)
 	type replicaState struct {
-		exists, available, updated bool
+		exists, available, updated  bool
 		standalone, groups, cliques int
 	}
 	replicas := map[int]*replicaState{}
