@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -18,6 +19,8 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller"
 )
 
 // Scheme holds every kind grove-operator reads or writes.
@@ -67,6 +70,7 @@ func ManagerOptions(cfg *configv1alpha1.OperatorConfiguration, scheme *runtime.S
 		RetryPeriod:                   &le.RetryPeriod.Duration,
 		HealthProbeBindAddress:        address(cfg.Server.HealthProbes),
 		Metrics:                       metricsserver.Options{BindAddress: address(cfg.Server.Metrics)},
+		Cache:                         cache.Options{ByObject: controller.CacheByObject()},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: cfg.Server.Webhooks.BindAddress, Port: cfg.Server.Webhooks.Port, CertDir: cfg.Server.Webhooks.ServerCertDir,
 		}),
@@ -94,6 +98,13 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	registry, err := newBackendRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	if err := setupControllers(ctx, mgr, cfg, registry); err != nil {
 		return err
 	}
 	log.Info("starting grove-operator", "schedulerProfiles", cfg.Scheduler.Profiles, "defaultScheduler", cfg.Scheduler.DefaultProfileName)

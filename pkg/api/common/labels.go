@@ -86,8 +86,18 @@ const (
 	ReasonInsufficientScheduledPods  = "InsufficientScheduledPods"
 	ReasonSufficientScheduledPods    = "SufficientScheduledPods"
 	ReasonClusterTopologyNotFound    = "ClusterTopologyNotFound"
+	ReasonTopologyNameMissing        = "TopologyNameMissing"
 	ReasonTopologyLevelsUnavailable  = "ClusterTopologyLevelsUnavailable"
 	ReasonAllTopologyLevelsAvailable = "AllClusterTopologyLevelsAvailable"
+
+	// Reasons of the PodGang Initialized condition.
+	ReasonPodGangPodsCreationPending = "PodGangPodsCreationPending"
+	ReasonPodGangPodsCreated         = "PodGangPodsCreated"
+
+	// Reasons of the scaling group's MinAvailableBreached condition.
+	ReasonInsufficientScheduledReplicas = "InsufficientScheduledPCSGReplicas"
+	ReasonInsufficientAvailableReplicas = "InsufficientAvailablePCSGReplicas"
+	ReasonSufficientAvailableReplicas   = "SufficientAvailablePCSGReplicas"
 )
 
 // DefaultLabels are put on every object managed for a PodCliqueSet.

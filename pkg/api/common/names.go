@@ -45,6 +45,12 @@ func ScaledPodGangName(pcsgName string, groupReplica, minAvailable int) string {
 	return fmt.Sprintf("%s-%d", pcsgName, groupReplica-minAvailable)
 }
 
+// ScalingGroupReplicaName is "<pcsg>-<groupReplica>": one replica of a scaling group, as named
+// in a PodGang's topologyConstraintGroupConfigs.
+func ScalingGroupReplicaName(pcsgName string, groupReplica int) string {
+	return fmt.Sprintf("%s-%d", pcsgName, groupReplica)
+}
+
 // PodGangNameForScalingGroupReplica is the PodGang a scaling-group replica belongs to.
 func PodGangNameForScalingGroupReplica(pcs string, replica int, pcsgName string, groupReplica, minAvailable int) string {
 	if groupReplica < minAvailable {

@@ -16,6 +16,7 @@ func TestNames(t *testing.T) {
 		{PodCliqueScalingGroupName("disagg", 0, "workers"), "disagg-0-workers"},
 		{ScalingGroupPodCliqueName("disagg-0-workers", 2, "prefill"), "disagg-0-workers-2-prefill"},
 		{ScaledPodGangName("disagg-0-workers", 3, 1), "disagg-0-workers-2"},
+		{ScalingGroupReplicaName("disagg-0-workers", 1), "disagg-0-workers-1"},
 		{PodGangNameForScalingGroupReplica("disagg", 0, "disagg-0-workers", 0, 1), "disagg-0"},
 		{PodGangNameForScalingGroupReplica("disagg", 0, "disagg-0-workers", 1, 1), "disagg-0-workers-0"},
 		{PodHostname("disagg-0-router", 3), "disagg-0-router-3"},

@@ -1,0 +1,108 @@
+package common
+
+import (
+	"maps"
+	"strconv"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
+)
+
+// ScalingGroupMember places a PodClique in one replica of a scaling group.
+type ScalingGroupMember struct {
+	// Name of the PodCliqueScalingGroup.
+	Name string
+	// Replica is the scaling-group replica index.
+	Replica int
+	// MinAvailable of the scaling group: replicas below it belong to the base PodGang.
+	MinAvailable int
+}
+
+// PodCliqueTarget is where a PodClique sits in a PodCliqueSet's object graph.
+type PodCliqueTarget struct {
+	// PCS is the PodCliqueSet with defaults applied.
+	PCS *corev1alpha1.PodCliqueSet
+	// Replica is the PodCliqueSet replica index.
+	Replica int
+	// Clique is the clique template.
+	Clique *corev1alpha1.PodCliqueTemplateSpec
+	// Member is set for a PodClique of a scaling group.
+	Member *ScalingGroupMember
+}
+
+// Name is the PodClique's name.
+func (t PodCliqueTarget) Name() string {
+	if t.Member != nil {
+		return apicommon.ScalingGroupPodCliqueName(t.Member.Name, t.Member.Replica, t.Clique.Name)
+	}
+	return apicommon.StandalonePodCliqueName(t.PCS.Name, t.Replica, t.Clique.Name)
+}
+
+// PodGang is the PodGang the PodClique's pods belong to.
+func (t PodCliqueTarget) PodGang() string {
+	if t.Member != nil {
+		return apicommon.PodGangNameForScalingGroupReplica(t.PCS.Name, t.Replica, t.Member.Name, t.Member.Replica, t.Member.MinAvailable)
+	}
+	return apicommon.BasePodGangName(t.PCS.Name, t.Replica)
+}
+
+// IsScaled reports whether the PodClique's pods form a scaled PodGang, which waits for its
+// base PodGang.
+func (t PodCliqueTarget) IsScaled() bool {
+	return t.Member != nil && t.Member.Replica >= t.Member.MinAvailable
+}
+
+// Labels are the PodClique's labels (its pods carry them too).
+func (t PodCliqueTarget) Labels() map[string]string {
+	component := apicommon.ComponentPCSPodClique
+	if t.Member != nil {
+		component = apicommon.ComponentPCSGPodClique
+	}
+	l := maps.Clone(t.Clique.Labels)
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, ReplicaLabels(t.PCS.Name, component, t.Replica))
+	l[apicommon.LabelPodGang] = t.PodGang()
+	l[apicommon.LabelPodTemplateHash] = hash.PodTemplate(t.Clique, t.PCS.Spec.Template.PriorityClassName)
+	l[apicommon.LabelPodCliqueSetGenerationHash] = hash.PodCliqueSetGeneration(&t.PCS.Spec.Template)
+	if t.Member != nil {
+		l[apicommon.LabelPodCliqueScalingGroup] = t.Member.Name
+		l[apicommon.LabelPodCliqueScalingGroupReplicaIndex] = strconv.Itoa(t.Member.Replica)
+		if t.IsScaled() {
+			l[apicommon.LabelBasePodGang] = apicommon.BasePodGangName(t.PCS.Name, t.Replica)
+		}
+	}
+	return l
+}
+
+// MutatePodClique makes pclq (new, or a copy of the existing one) match its template. The
+// template's replicas only seed a new PodClique: afterwards they belong to its scale
+// subresource (kubectl scale, an autoscaler).
+func MutatePodClique(pclq *corev1alpha1.PodClique, t PodCliqueTarget) {
+	pclq.Labels = WithLabels(pclq.Labels, t.Labels())
+	if len(t.Clique.Annotations) > 0 {
+		if pclq.Annotations == nil {
+			pclq.Annotations = map[string]string{}
+		}
+		maps.Copy(pclq.Annotations, t.Clique.Annotations)
+	}
+	replicas := t.Clique.Spec.Replicas
+	if pclq.ResourceVersion != "" {
+		replicas = pclq.Spec.Replicas
+	}
+	spec := t.Clique.Spec.DeepCopy()
+	spec.Replicas = replicas
+	if m := corev1alpha1.MinAvailableOf(&t.Clique.Spec); spec.MinAvailable == nil && m > 0 {
+		// Same rule as the defaulting webhook, for PodCliqueSets that bypassed it.
+		spec.MinAvailable = &m
+	}
+	if spec.PodSpec.PriorityClassName == "" {
+		spec.PodSpec.PriorityClassName = t.PCS.Spec.Template.PriorityClassName
+	}
+	// Startup ordering (a later feature) resolves startsAfter into PodClique names.
+	spec.StartsAfter = nil
+	pclq.Spec = *spec
+}

@@ -1,0 +1,242 @@
+// Package podclique is the PodClique controller: it keeps a PodClique's pods (gated until
+// their PodGang lists them), removes the gates in gang order and reports the clique's status.
+package podclique
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
+)
+
+// Reconciler reconciles PodCliques.
+type Reconciler struct {
+	Client       client.Client
+	Registry     *backend.Registry
+	Expectations *expectations.Store
+	Recorder     events.EventRecorder
+}
+
+// Reconcile makes a PodClique's pods match its spec and reports its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pclq := &corev1alpha1.PodClique{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Expectations.Forget(req.String())
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	pods, err := r.listPods(ctx, pclq)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if common.IsTerminating(pclq) {
+		return reconcile.Result{}, r.reconcileDelete(ctx, pclq, pods)
+	}
+	if err := common.EnsureFinalizer(ctx, r.Client, pclq, apicommon.FinalizerPodClique); err != nil {
+		return reconcile.Result{}, err
+	}
+	syncErr := r.syncPods(ctx, req.String(), pclq, pods)
+	statusErr := r.updateStatus(ctx, pclq, pods)
+	return reconcile.Result{}, errors.Join(syncErr, statusErr)
+}
+
+// listPods lists the PodClique's pods from the cache.
+func (r *Reconciler) listPods(ctx context.Context, pclq *corev1alpha1.PodClique) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(pclq.Namespace),
+		client.MatchingLabels(common.PodCliqueSelector(common.PodCliqueSetName(pclq), pclq.Name))); err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, 0, len(list.Items))
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], pclq) {
+			pods = append(pods, &list.Items[i])
+		}
+	}
+	return pods, nil
+}
+
+// reconcileDelete deletes the pods of a PodClique that is going away, then lets it go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
+	var errs []error
+	for _, p := range pods {
+		errs = append(errs, common.Delete(ctx, r.Client, p))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	r.Expectations.Forget(client.ObjectKeyFromObject(pclq).String())
+	return common.RemoveFinalizer(ctx, r.Client, pclq, apicommon.FinalizerPodClique)
+}
+
+// syncPods creates or deletes pods until spec.replicas are live, counting pods the cache does
+// not show yet through the expectations, then removes the gates of pods whose gang is ready.
+func (r *Reconciler) syncPods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
+	live := make(map[types.UID]bool, len(pods))
+	var active []*corev1.Pod
+	for _, p := range pods {
+		live[p.UID] = !common.IsTerminating(p)
+		if !common.IsTerminating(p) {
+			active = append(active, p)
+		}
+	}
+	pending := r.Expectations.Pending(key, live)
+	diff := int(pclq.Spec.Replicas) - (len(active) + len(pending.Creations) - len(pending.Deletions))
+	switch {
+	case diff > 0:
+		if err := r.createPods(ctx, key, pclq, pods, pending, diff); err != nil {
+			return err
+		}
+	case diff < 0:
+		candidates := slices.DeleteFunc(slices.Clone(active), func(p *corev1.Pod) bool { return pending.Deletions[p.UID] })
+		if err := r.deletePods(ctx, key, candidates, -diff); err != nil {
+			return err
+		}
+	}
+	return r.removeGates(ctx, pclq, active)
+}
+
+func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, pending expectations.Pending, n int) error {
+	pcs := &corev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: common.PodCliqueSetName(pclq)}, pcs); err != nil {
+		// Without its PodCliqueSet the clique is an orphan about to be garbage collected.
+		return client.IgnoreNotFound(err)
+	}
+	place, err := placementOf(pclq, pcs)
+	if err != nil {
+		return reconcile.TerminalError(fmt.Errorf("PodClique %s: %w", pclq.Name, err))
+	}
+	b, ok := r.Registry.Get(pclq.Spec.PodSpec.SchedulerName)
+	if !ok {
+		msg := fmt.Sprintf("scheduler %q is not an enabled scheduler profile; no pods are created", pclq.Spec.PodSpec.SchedulerName)
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, "SchedulerNotEnabled", "CreatePods", msg)
+		return reconcile.TerminalError(errors.New(msg))
+	}
+	used := map[int]bool{}
+	for _, p := range pods {
+		if i, ok := common.IntLabel(p, apicommon.LabelPodCliquePodIndex); ok {
+			used[i] = true
+		}
+	}
+	for _, c := range pending.Creations {
+		used[c.Index] = true
+	}
+	indices := lowestFreeIndices(used, n)
+	created, err := common.SlowStart(ctx, n, func(ctx context.Context, i int) error {
+		pod := buildPod(pclq, place, indices[i], b)
+		if err := r.Client.Create(ctx, pod); err != nil {
+			return err
+		}
+		r.Expectations.ExpectCreation(key, pod.UID, indices[i])
+		return nil
+	})
+	if err != nil {
+		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, "PodCreateFailed", "CreatePods", "created %d of %d pods: %v", created, n, err)
+		return err
+	}
+	return nil
+}
+
+func (r *Reconciler) deletePods(ctx context.Context, key string, candidates []*corev1.Pod, n int) error {
+	sortForDeletion(candidates)
+	victims := candidates[:min(n, len(candidates))]
+	_, err := common.SlowStart(ctx, len(victims), func(ctx context.Context, i int) error {
+		p := victims[i]
+		r.Expectations.ExpectDeletion(key, p.UID)
+		if err := common.Delete(ctx, r.Client, p); err != nil {
+			r.Expectations.CancelDeletion(key, p.UID)
+			return err
+		}
+		return nil
+	})
+	return err
+}
+
+// removeGates ungates the pods its PodGang lists. Pods of a scaled PodGang also wait until
+// every group of the base PodGang has minReplicas pods scheduled, so the base gang is placed
+// first.
+func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodClique, active []*corev1.Pod) error {
+	gated := slices.DeleteFunc(slices.Clone(active), func(p *corev1.Pod) bool { return !common.HasPodGangGate(p) })
+	if len(gated) == 0 {
+		return nil
+	}
+	listed, err := r.podsListedInGang(ctx, pclq.Namespace, pclq.Labels[apicommon.LabelPodGang], pclq.Name)
+	if err != nil || len(listed) == 0 {
+		return err
+	}
+	if base := pclq.Labels[apicommon.LabelBasePodGang]; base != "" {
+		scheduled, err := r.baseGangScheduled(ctx, pclq.Namespace, base)
+		if err != nil || !scheduled {
+			return err
+		}
+	}
+	gated = slices.DeleteFunc(gated, func(p *corev1.Pod) bool { return !listed[p.Name] })
+	_, err = common.SlowStart(ctx, len(gated), func(ctx context.Context, i int) error {
+		p := gated[i]
+		orig := p.DeepCopy()
+		p.Spec.SchedulingGates = slices.DeleteFunc(slices.Clone(p.Spec.SchedulingGates), func(g corev1.PodSchedulingGate) bool {
+			return g.Name == apicommon.SchedulingGatePodGangPendingCreation
+		})
+		return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.StrategicMergeFrom(orig)))
+	})
+	return err
+}
+
+// podsListedInGang is the set of pod names the PodGang's group for this PodClique references.
+func (r *Reconciler) podsListedInGang(ctx context.Context, namespace, gangName, group string) (map[string]bool, error) {
+	if gangName == "" {
+		return nil, nil
+	}
+	pg := &schedv1alpha1.PodGang{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: gangName}, pg); err != nil {
+		// Not created yet: its creation event brings this PodClique back.
+		return nil, client.IgnoreNotFound(err)
+	}
+	listed := map[string]bool{}
+	for _, g := range pg.Spec.PodGroups {
+		if g.Name != group {
+			continue
+		}
+		for _, ref := range g.PodReferences {
+			listed[ref.Name] = true
+		}
+	}
+	return listed, nil
+}
+
+// baseGangScheduled reports whether every group of the base PodGang has at least minReplicas
+// pods scheduled.
+func (r *Reconciler) baseGangScheduled(ctx context.Context, namespace, base string) (bool, error) {
+	pg := &schedv1alpha1.PodGang{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: base}, pg); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	for _, g := range pg.Spec.PodGroups {
+		member := &corev1alpha1.PodClique{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: g.Name}, member); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if member.Status.ScheduledReplicas < g.MinReplicas {
+			return false, nil
+		}
+	}
+	return true, nil
+}

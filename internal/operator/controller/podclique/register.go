@@ -1,0 +1,124 @@
+package podclique
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// ControllerName names the controller (and its events).
+const ControllerName = "podclique"
+
+// SetupWithManager registers the controller and its watches:
+//   - PodCliques: spec (generation), labels (PodGang, template hash) and deletion;
+//   - their pods: every change, and the informer's sightings settle the expectations;
+//   - PodGangs: when a gang lists pods, its PodCliques may ungate them;
+//   - base-gang PodCliques: when their scheduled count changes, the scaled gangs that wait
+//     for them may ungate.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(opts).
+		For(&corev1alpha1.PodClique{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, common.DeletionChanged{}))).
+		Watches(&corev1.Pod{}, r.podEvents()).
+		Watches(&schedv1alpha1.PodGang{}, handler.EnqueueRequestsFromMapFunc(podGangToPodCliques),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(r.scaledGangCliques),
+			builder.WithPredicates(scheduledReplicasChanged{})).
+		Complete(r)
+}
+
+// podEvents enqueues a pod's PodClique and tells the expectations what the cache saw.
+func (r *Reconciler) podEvents() handler.EventHandler {
+	owner := func(obj client.Object) (reconcile.Request, bool) {
+		ref := metav1.GetControllerOf(obj)
+		if ref == nil || ref.Kind != "PodClique" || ref.APIVersion != corev1alpha1.SchemeGroupVersion.String() {
+			return reconcile.Request{}, false
+		}
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}, true
+	}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			if req, ok := owner(e.Object); ok {
+				r.Expectations.Observed(req.String(), e.Object.GetUID(), false)
+				q.Add(req)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			if req, ok := owner(e.ObjectNew); ok {
+				q.Add(req)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
+			if req, ok := owner(e.Object); ok {
+				r.Expectations.Observed(req.String(), e.Object.GetUID(), true)
+				q.Add(req)
+			}
+		},
+	}
+}
+
+func podGangToPodCliques(_ context.Context, obj client.Object) []reconcile.Request {
+	pg, ok := obj.(*schedv1alpha1.PodGang)
+	if !ok {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(pg.Spec.PodGroups))
+	for _, g := range pg.Spec.PodGroups {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pg.Namespace, Name: g.Name}})
+	}
+	return reqs
+}
+
+// scaledGangCliques maps a base-gang PodClique to the PodCliques of scaled gangs that wait
+// for its base gang.
+func (r *Reconciler) scaledGangCliques(ctx context.Context, obj client.Object) []reconcile.Request {
+	gang := obj.GetLabels()[apicommon.LabelPodGang]
+	if gang == "" || obj.GetLabels()[apicommon.LabelBasePodGang] != "" {
+		return nil
+	}
+	list := &corev1alpha1.PodCliqueList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{apicommon.LabelBasePodGang: gang}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliques of scaled PodGangs", "basePodGang", gang)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// scheduledReplicasChanged passes PodClique updates that change status.scheduledReplicas.
+type scheduledReplicasChanged struct {
+	predicate.Funcs
+}
+
+func (scheduledReplicasChanged) Create(event.CreateEvent) bool   { return false }
+func (scheduledReplicasChanged) Delete(event.DeleteEvent) bool   { return false }
+func (scheduledReplicasChanged) Generic(event.GenericEvent) bool { return false }
+func (scheduledReplicasChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1alpha1.PodClique)
+	n, ok2 := e.ObjectNew.(*corev1alpha1.PodClique)
+	return ok1 && ok2 && o.Status.ScheduledReplicas != n.Status.ScheduledReplicas
+}

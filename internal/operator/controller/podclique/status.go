@@ -1,0 +1,102 @@
+package podclique
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// updateStatus writes the PodClique's status when it changed.
+func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
+	status := computeStatus(pclq, pods)
+	if equality.Semantic.DeepEqual(status, pclq.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(pclq.DeepCopy())
+	pclq.Status = status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pclq, patch))
+}
+
+// computeStatus counts the live pods and derives the conditions.
+func computeStatus(pclq *corev1alpha1.PodClique, pods []*corev1.Pod) corev1alpha1.PodCliqueStatus {
+	st := *pclq.Status.DeepCopy()
+	templateHash := pclq.Labels[apicommon.LabelPodTemplateHash]
+	var live, ready, scheduled, gated, updated, failing int32
+	for _, p := range pods {
+		if common.IsTerminating(p) {
+			continue
+		}
+		live++
+		if common.IsReady(p) {
+			ready++
+		}
+		if common.IsScheduled(p) {
+			scheduled++
+		}
+		if len(p.Spec.SchedulingGates) > 0 {
+			gated++
+		}
+		if templateHash != "" && p.Labels[apicommon.LabelPodTemplateHash] == templateHash {
+			updated++
+		}
+		if common.IsFailing(p) {
+			failing++
+		}
+	}
+	st.Replicas, st.ReadyReplicas, st.ScheduledReplicas, st.ScheduleGatedReplicas, st.UpdatedReplicas = live, ready, scheduled, gated, updated
+	st.ObservedGeneration = ptr.To(pclq.Generation)
+	st.Selector = ptr.To(labels.SelectorFromSet(common.PodCliqueSelector(common.PodCliqueSetName(pclq), pclq.Name)).String())
+	// The clique has converged on its template once every pod it wants runs it.
+	if templateHash != "" && updated == live && live == pclq.Spec.Replicas {
+		st.CurrentPodTemplateHash = ptr.To(templateHash)
+		if gen, ok := pclq.Labels[apicommon.LabelPodCliqueSetGenerationHash]; ok {
+			st.CurrentPodCliqueSetGenerationHash = ptr.To(gen)
+		}
+	}
+
+	minAvailable := corev1alpha1.MinAvailableOf(&pclq.Spec)
+	common.SetCondition(&st.Conditions, scheduledCondition(scheduled, minAvailable), pclq.Generation)
+	common.SetCondition(&st.Conditions, minAvailableBreachedCondition(scheduled, failing, minAvailable), pclq.Generation)
+	return st
+}
+
+func scheduledCondition(scheduled, minAvailable int32) metav1.Condition {
+	if scheduled < minAvailable {
+		return metav1.Condition{Type: apicommon.ConditionPodCliqueScheduled, Status: metav1.ConditionFalse,
+			Reason:  apicommon.ReasonInsufficientScheduledPods,
+			Message: fmt.Sprintf("%d of at least %d pods are scheduled", scheduled, minAvailable)}
+	}
+	return metav1.Condition{Type: apicommon.ConditionPodCliqueScheduled, Status: metav1.ConditionTrue,
+		Reason:  apicommon.ReasonSufficientScheduledPods,
+		Message: fmt.Sprintf("%d of at least %d pods are scheduled", scheduled, minAvailable)}
+}
+
+// minAvailableBreachedCondition is True when fewer than minAvailable scheduled pods are ready
+// or still starting. Before the clique has been scheduled to minAvailable it is False: a gang
+// that was never placed has not lost anything (gang termination, a later feature, acts on True).
+func minAvailableBreachedCondition(scheduled, failing, minAvailable int32) metav1.Condition {
+	c := metav1.Condition{Type: apicommon.ConditionMinAvailableBreached}
+	switch available := scheduled - failing; {
+	case scheduled < minAvailable:
+		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonInsufficientScheduledPods
+		c.Message = fmt.Sprintf("%d of at least %d pods are scheduled; availability is judged once they are", scheduled, minAvailable)
+	case available < minAvailable:
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonInsufficientReadyPods
+		c.Message = fmt.Sprintf("%d pods are ready or starting, fewer than minAvailable %d", available, minAvailable)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonSufficientReadyPods
+		c.Message = fmt.Sprintf("%d pods are ready or starting, at least minAvailable %d", available, minAvailable)
+	}
+	return c
+}

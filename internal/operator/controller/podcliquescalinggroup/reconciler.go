@@ -1,0 +1,129 @@
+// Package podcliquescalinggroup is the PodCliqueScalingGroup controller: it keeps one
+// PodClique per member clique and group replica, and reports which replicas are scheduled and
+// available. The group's replicas belong to its scale subresource once it exists.
+package podcliquescalinggroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// Reconciler reconciles PodCliqueScalingGroups.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// Reconcile makes a scaling group's PodCliques match its replicas and reports its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pcsg := &corev1alpha1.PodCliqueScalingGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pcsg); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	members, err := r.listMembers(ctx, pcsg)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if common.IsTerminating(pcsg) {
+		var errs []error
+		for _, m := range members {
+			errs = append(errs, common.Delete(ctx, r.Client, m))
+		}
+		if err := errors.Join(errs...); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, common.RemoveFinalizer(ctx, r.Client, pcsg, apicommon.FinalizerPodCliqueScalingGroup)
+	}
+	if err := common.EnsureFinalizer(ctx, r.Client, pcsg, apicommon.FinalizerPodCliqueScalingGroup); err != nil {
+		return reconcile.Result{}, err
+	}
+	pcs := &corev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pcsg.Namespace, Name: common.PodCliqueSetName(pcsg)}, pcs); err != nil {
+		// An orphan is garbage collected; nothing to build it from.
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	pcs = pcs.DeepCopy()
+	corev1alpha1.SetDefaultsPodCliqueSet(pcs)
+	syncErr := r.syncMembers(ctx, pcs, pcsg, members)
+	statusErr := r.updateStatus(ctx, pcs, pcsg, members)
+	return reconcile.Result{}, errors.Join(syncErr, statusErr)
+}
+
+// listMembers lists the group's PodCliques from the cache.
+func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup) ([]*corev1alpha1.PodClique, error) {
+	list := &corev1alpha1.PodCliqueList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(pcsg.Namespace), client.MatchingLabels{
+		apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg), apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
+	}); err != nil {
+		return nil, err
+	}
+	var out []*corev1alpha1.PodClique
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], pcsg) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// syncMembers deletes the PodCliques of replicas at or above spec.replicas (and of cliques no
+// longer in the group) and creates or updates the others.
+func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) error {
+	pcsReplica, ok := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
+	if !ok {
+		return reconcile.TerminalError(fmt.Errorf("PodCliqueScalingGroup %s has no valid %s label", pcsg.Name, apicommon.LabelPodCliqueSetReplicaIndex))
+	}
+	minAvailable := int(ptrOr(pcsg.Spec.MinAvailable, 1))
+	var targets []common.PodCliqueTarget
+	for j := range int(pcsg.Spec.Replicas) {
+		for _, name := range pcsg.Spec.CliqueNames {
+			clique := pcs.Spec.Template.Clique(name)
+			if clique == nil {
+				continue
+			}
+			targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: pcsReplica, Clique: clique,
+				Member: &common.ScalingGroupMember{Name: pcsg.Name, Replica: j, MinAvailable: minAvailable}})
+		}
+	}
+	want := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		want[t.Name()] = true
+	}
+	var errs []error
+	for _, m := range members {
+		if !want[m.Name] {
+			errs = append(errs, common.Delete(ctx, r.Client, m))
+		}
+	}
+	for _, t := range targets {
+		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: pcsg.Namespace}}
+		_, err := common.CreateOrPatch(ctx, r.Client, pclq, func() error {
+			common.MutatePodClique(pclq, t)
+			return controllerutil.SetControllerReference(pcsg, pclq, r.Client.Scheme())
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("PodClique %s: %w", t.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func ptrOr(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}

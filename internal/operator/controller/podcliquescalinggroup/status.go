@@ -1,0 +1,94 @@
+package podcliquescalinggroup
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
+)
+
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) error {
+	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
+	if equality.Semantic.DeepEqual(status, pcsg.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(pcsg.DeepCopy())
+	pcsg.Status = status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pcsg, patch))
+}
+
+// computeStatus judges each group replica by its PodCliques: scheduled when every member has
+// minAvailable pods scheduled, available when every member has minAvailable pods ready,
+// updated when every member has converged on the PodCliqueSet's generation.
+func computeStatus(pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique, generationHash string) corev1alpha1.PodCliqueScalingGroupStatus {
+	st := *pcsg.Status.DeepCopy()
+	byReplica := map[int][]*corev1alpha1.PodClique{}
+	for _, m := range members {
+		if j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex); ok && !common.IsTerminating(m) {
+			byReplica[j] = append(byReplica[j], m)
+		}
+	}
+	var replicas, scheduled, available, updated int32
+	for _, pclqs := range byReplica {
+		if len(pclqs) != len(pcsg.Spec.CliqueNames) {
+			continue
+		}
+		replicas++
+		isScheduled, isAvailable, isUpdated := true, true, true
+		for _, p := range pclqs {
+			minAvailable := corev1alpha1.MinAvailableOf(&p.Spec)
+			isScheduled = isScheduled && p.Status.ScheduledReplicas >= minAvailable
+			isAvailable = isAvailable && p.Status.ReadyReplicas >= minAvailable
+			isUpdated = isUpdated && ptr.Deref(p.Status.CurrentPodCliqueSetGenerationHash, "") == generationHash
+		}
+		if isScheduled {
+			scheduled++
+		}
+		if isAvailable {
+			available++
+		}
+		if isUpdated {
+			updated++
+		}
+	}
+	st.Replicas, st.ScheduledReplicas, st.AvailableReplicas, st.UpdatedReplicas = replicas, scheduled, available, updated
+	st.ObservedGeneration = ptr.To(pcsg.Generation)
+	st.Selector = ptr.To(labels.SelectorFromSet(map[string]string{
+		apicommon.LabelManagedByKey:          apicommon.LabelManagedByValue,
+		apicommon.LabelPartOfKey:             common.PodCliqueSetName(pcsg),
+		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
+	}).String())
+	if updated == replicas && replicas == pcsg.Spec.Replicas {
+		st.CurrentPodCliqueSetGenerationHash = ptr.To(generationHash)
+	}
+	common.SetCondition(&st.Conditions, minAvailableBreached(scheduled, available, ptr.Deref(pcsg.Spec.MinAvailable, 1)), pcsg.Generation)
+	return st
+}
+
+// minAvailableBreached is True when fewer than minAvailable replicas are available after at
+// least minAvailable were scheduled; before that the group has not been placed yet.
+func minAvailableBreached(scheduled, available, minAvailable int32) metav1.Condition {
+	c := metav1.Condition{Type: apicommon.ConditionMinAvailableBreached}
+	switch {
+	case scheduled < minAvailable:
+		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonInsufficientScheduledReplicas
+		c.Message = fmt.Sprintf("%d of at least %d replicas are scheduled; availability is judged once they are", scheduled, minAvailable)
+	case available < minAvailable:
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonInsufficientAvailableReplicas
+		c.Message = fmt.Sprintf("%d replicas are available, fewer than minAvailable %d", available, minAvailable)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonSufficientAvailableReplicas
+		c.Message = fmt.Sprintf("%d replicas are available, at least minAvailable %d", available, minAvailable)
+	}
+	return c
+}

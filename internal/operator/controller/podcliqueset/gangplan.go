@@ -1,0 +1,140 @@
+package podcliqueset
+
+import (
+	"sort"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/topology"
+)
+
+// gangPlanInput is what the PodGangs of a PodCliqueSet are computed from. Existing objects
+// win over the template: replicas belong to the scale subresources once objects exist.
+type gangPlanInput struct {
+	// pcs has defaults applied.
+	pcs *corev1alpha1.PodCliqueSet
+	// pclqs are the existing, non-terminating PodCliques of the PodCliqueSet by name.
+	pclqs map[string]*corev1alpha1.PodClique
+	// pcsgs are the existing PodCliqueScalingGroups by name.
+	pcsgs map[string]*corev1alpha1.PodCliqueScalingGroup
+	// pods are the names of live pods by PodGang and PodClique (from the pods' labels).
+	pods map[string]map[string][]string
+	// topology holds the translated constraints (empty without topology-aware scheduling).
+	topology topology.Translated
+}
+
+// plannedGang is one PodGang the PodCliqueSet should have.
+type plannedGang struct {
+	name    string
+	replica int
+	// scalingGroup and base are set for a scaled PodGang.
+	scalingGroup string
+	base         string
+	spec         schedv1alpha1.PodGangSpec
+	// complete is true once every pod of every group exists and is referenced.
+	complete bool
+}
+
+// planPodGangs computes, per PodCliqueSet replica, the base PodGang (standalone cliques and
+// scaling-group replicas below minAvailable) and one scaled PodGang per scaling-group replica
+// at or above minAvailable.
+func planPodGangs(in gangPlanInput) []plannedGang {
+	t := &in.pcs.Spec.Template
+	var gangs []plannedGang
+	for i := range int(in.pcs.Spec.Replicas) {
+		base := plannedGang{name: apicommon.BasePodGangName(in.pcs.Name, i), replica: i, complete: true}
+		base.spec.TopologyConstraint = in.topology.PodCliqueSet
+		for _, c := range t.Cliques {
+			if c != nil && t.ScalingGroupOf(c.Name) == nil {
+				base.addGroup(in, apicommon.StandalonePodCliqueName(in.pcs.Name, i, c.Name), c)
+			}
+		}
+		var scaled []plannedGang
+		for gi := range t.PodCliqueScalingGroupConfigs {
+			g := &t.PodCliqueScalingGroupConfigs[gi]
+			pcsgName := apicommon.PodCliqueScalingGroupName(in.pcs.Name, i, g.Name)
+			replicas, minAvailable := int(corev1alpha1.ScalingGroupReplicas(g)), int(corev1alpha1.ScalingGroupMinAvailable(g))
+			if pcsg, ok := in.pcsgs[pcsgName]; ok {
+				replicas = int(pcsg.Spec.Replicas)
+				if pcsg.Spec.MinAvailable != nil {
+					minAvailable = int(*pcsg.Spec.MinAvailable)
+				}
+			}
+			for j := range replicas {
+				gang := &base
+				if j >= minAvailable {
+					scaled = append(scaled, plannedGang{
+						name: apicommon.ScaledPodGangName(pcsgName, j, minAvailable), replica: i,
+						scalingGroup: pcsgName, base: base.name, complete: true,
+					})
+					gang = &scaled[len(scaled)-1]
+					gang.spec.TopologyConstraint = in.topology.ScaledPodGang(g.Name)
+				}
+				var members []string
+				for _, name := range g.CliqueNames {
+					if c := t.Clique(name); c != nil {
+						member := apicommon.ScalingGroupPodCliqueName(pcsgName, j, name)
+						gang.addGroup(in, member, c)
+						members = append(members, member)
+					}
+				}
+				// In the base gang each group replica is packed on its own; a scaled gang is one
+				// group replica, constrained as a whole.
+				if gc := in.topology.ScalingGroups[g.Name]; gc != nil && j < minAvailable {
+					base.spec.TopologyConstraintGroupConfigs = append(base.spec.TopologyConstraintGroupConfigs,
+						schedv1alpha1.TopologyConstraintGroupConfig{
+							Name: apicommon.ScalingGroupReplicaName(pcsgName, j), PodGroupNames: members, TopologyConstraint: gc.DeepCopy(),
+						})
+				}
+			}
+		}
+		gangs = append(gangs, base)
+		gangs = append(gangs, scaled...)
+	}
+	for k := range gangs {
+		gangs[k].spec.PriorityClassName = t.PriorityClassName
+	}
+	return gangs
+}
+
+// addGroup adds the PodGroup of one PodClique to the gang.
+func (g *plannedGang) addGroup(in gangPlanInput, pclqName string, clique *corev1alpha1.PodCliqueTemplateSpec) {
+	spec := &clique.Spec
+	pclq, exists := in.pclqs[pclqName]
+	if exists {
+		spec = &pclq.Spec
+	}
+	names := in.pods[g.name][pclqName]
+	refs := make([]schedv1alpha1.NamespacedName, 0, len(names))
+	for _, n := range names {
+		refs = append(refs, schedv1alpha1.NamespacedName{Namespace: in.pcs.Namespace, Name: n})
+	}
+	// Sorted so that a PodGang only changes when its members do.
+	sort.Slice(refs, func(a, b int) bool { return refs[a].Name < refs[b].Name })
+	group := schedv1alpha1.PodGroup{
+		Name:          pclqName,
+		PodReferences: refs,
+		MinReplicas:   corev1alpha1.MinAvailableOf(spec),
+	}
+	if tc := in.topology.Cliques[clique.Name]; tc != nil {
+		group.TopologyConstraint = tc.DeepCopy()
+	}
+	g.spec.PodGroups = append(g.spec.PodGroups, group)
+	g.complete = g.complete && exists && int32(len(refs)) >= spec.Replicas
+}
+
+// podsByGang groups live pod names by their PodGang and PodClique labels.
+func podsByGang(pods []podRef) map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	for _, p := range pods {
+		if out[p.gang] == nil {
+			out[p.gang] = map[string][]string{}
+		}
+		out[p.gang][p.pclq] = append(out[p.gang][p.pclq], p.name)
+	}
+	return out
+}
+
+// podRef is what the PodGang planner needs of a pod.
+type podRef struct{ name, gang, pclq string }

@@ -1,0 +1,55 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// listOwned lists (from the cache) the objects of a component that the PodCliqueSet controls.
+// Objects that only look like ours (labels without the controller reference) are never
+// touched.
+func listOwned(ctx context.Context, c client.Client, pcs *corev1alpha1.PodCliqueSet, list client.ObjectList, component string) ([]client.Object, error) {
+	if err := c.List(ctx, list, client.InNamespace(pcs.Namespace), client.MatchingLabels(common.ComponentLabels(pcs.Name, component))); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	var owned []client.Object
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if ok && metav1.IsControlledBy(obj, pcs) {
+			owned = append(owned, obj)
+		}
+	}
+	return owned, nil
+}
+
+// deleteUnwanted deletes the owned objects whose names are not wanted.
+func deleteUnwanted(ctx context.Context, c client.Client, owned []client.Object, wanted map[string]bool) error {
+	var errs []error
+	for _, obj := range owned {
+		if !wanted[obj.GetName()] {
+			errs = append(errs, common.Delete(ctx, c, obj))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deleteOwned deletes every owned object of a component (the PodCliqueSet is being deleted).
+func deleteOwned(ctx context.Context, c client.Client, pcs *corev1alpha1.PodCliqueSet, list client.ObjectList, component string) error {
+	owned, err := listOwned(ctx, c, pcs, list, component)
+	if err != nil {
+		return err
+	}
+	return deleteUnwanted(ctx, c, owned, nil)
+}

@@ -1,0 +1,111 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// podCliques keeps the standalone PodCliques (cliques outside any scaling group), one per
+// clique and replica. Members of scaling groups belong to their PodCliqueScalingGroup.
+type podCliques struct{ r *Reconciler }
+
+func (*podCliques) Name() string { return "podclique" }
+
+func standaloneTargets(pcs *corev1alpha1.PodCliqueSet) []common.PodCliqueTarget {
+	var targets []common.PodCliqueTarget
+	for i := range int(pcs.Spec.Replicas) {
+		for _, c := range pcs.Spec.Template.Cliques {
+			if c != nil && pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
+				targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: i, Clique: c})
+			}
+		}
+	}
+	return targets
+}
+
+func (c *podCliques) Sync(ctx context.Context, st *state) error {
+	owned, err := listOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
+	if err != nil {
+		return err
+	}
+	targets := standaloneTargets(st.pcs)
+	wanted := map[string]bool{}
+	for _, t := range targets {
+		wanted[t.Name()] = true
+	}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
+	for _, t := range targets {
+		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
+		if _, err := common.CreateOrPatch(ctx, c.r.Client, pclq, func() error {
+			common.MutatePodClique(pclq, t)
+			return controllerutil.SetControllerReference(st.stored, pclq, c.r.Client.Scheme())
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("PodClique %s: %w", t.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *podCliques) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
+}
+
+// scalingGroups keeps one PodCliqueScalingGroup per scaling group and replica. The template's
+// replicas only seed a new group: afterwards they belong to its scale subresource.
+type scalingGroups struct{ r *Reconciler }
+
+func (*scalingGroups) Name() string { return "podcliquescalinggroup" }
+
+func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
+	owned, err := listOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+	if err != nil {
+		return err
+	}
+	t := &st.pcs.Spec.Template
+	wanted := map[string]bool{}
+	for i := range int(st.pcs.Spec.Replicas) {
+		for _, g := range t.PodCliqueScalingGroupConfigs {
+			wanted[apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name)] = true
+		}
+	}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
+	for i := range int(st.pcs.Spec.Replicas) {
+		for gi := range t.PodCliqueScalingGroupConfigs {
+			g := &t.PodCliqueScalingGroupConfigs[gi]
+			pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
+				Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
+			if _, err := common.CreateOrPatch(ctx, c.r.Client, pcsg, func() error {
+				pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
+				for k, v := range g.Annotations {
+					if pcsg.Annotations == nil {
+						pcsg.Annotations = map[string]string{}
+					}
+					pcsg.Annotations[k] = v
+				}
+				if pcsg.ResourceVersion == "" {
+					pcsg.Spec.Replicas = corev1alpha1.ScalingGroupReplicas(g)
+				}
+				minAvailable := corev1alpha1.ScalingGroupMinAvailable(g)
+				pcsg.Spec.MinAvailable = &minAvailable
+				pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
+				return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
+			}); err != nil {
+				errs = append(errs, fmt.Errorf("PodCliqueScalingGroup %s: %w", pcsg.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+}

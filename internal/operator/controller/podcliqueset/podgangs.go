@@ -1,0 +1,212 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// podGangs keeps the PodGangs of a PodCliqueSet: their groups, the pods each group references,
+// topology keys and the Initialized condition; it hands each PodGang to the scheduler backend
+// when it is created or its spec changes.
+type podGangs struct{ r *Reconciler }
+
+func (*podGangs) Name() string { return "podgang" }
+
+func (c *podGangs) Sync(ctx context.Context, st *state) error {
+	in, err := c.planInput(ctx, st)
+	if err != nil {
+		return err
+	}
+	owned, err := listOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	if err != nil {
+		return err
+	}
+	plan := planPodGangs(in)
+	wanted := map[string]bool{}
+	for _, g := range plan {
+		wanted[g.name] = true
+	}
+	existing := map[string]*schedv1alpha1.PodGang{}
+	var errs []error
+	for _, obj := range owned {
+		pg := obj.(*schedv1alpha1.PodGang)
+		if !wanted[pg.Name] {
+			c.r.forgetPodGang(pg.UID)
+			errs = append(errs, common.Delete(ctx, c.r.Client, pg))
+			continue
+		}
+		existing[pg.Name] = pg
+	}
+	for _, g := range plan {
+		if err := c.apply(ctx, st, g, existing[g.name]); err != nil {
+			errs = append(errs, fmt.Errorf("PodGang %s: %w", g.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, error) {
+	in := gangPlanInput{pcs: st.pcs, pclqs: map[string]*corev1alpha1.PodClique{},
+		pcsgs: map[string]*corev1alpha1.PodCliqueScalingGroup{}, topology: st.translated()}
+	selector := client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
+	ns := client.InNamespace(st.pcs.Namespace)
+	pclqs := &corev1alpha1.PodCliqueList{}
+	if err := c.r.Client.List(ctx, pclqs, ns, selector); err != nil {
+		return in, err
+	}
+	for i := range pclqs.Items {
+		if !common.IsTerminating(&pclqs.Items[i]) {
+			in.pclqs[pclqs.Items[i].Name] = &pclqs.Items[i]
+		}
+	}
+	pcsgs := &corev1alpha1.PodCliqueScalingGroupList{}
+	if err := c.r.Client.List(ctx, pcsgs, ns, selector); err != nil {
+		return in, err
+	}
+	for i := range pcsgs.Items {
+		if metav1.IsControlledBy(&pcsgs.Items[i], st.stored) {
+			in.pcsgs[pcsgs.Items[i].Name] = &pcsgs.Items[i]
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := c.r.Client.List(ctx, pods, ns, selector); err != nil {
+		return in, err
+	}
+	refs := make([]podRef, 0, len(pods.Items))
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if common.IsTerminating(p) || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		// Only pods their PodClique controls count; a stray pod with our labels is ignored.
+		owner := metav1.GetControllerOf(p)
+		pclq := p.Labels[apicommon.LabelPodClique]
+		if owner == nil || owner.Kind != "PodClique" || owner.Name != pclq || in.pclqs[pclq] == nil {
+			continue
+		}
+		refs = append(refs, podRef{name: p.Name, gang: p.Labels[apicommon.LabelPodGang], pclq: pclq})
+	}
+	in.pods = podsByGang(refs)
+	return in, nil
+}
+
+// apply creates or updates one PodGang, syncs it to the backend and marks it Initialized.
+func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *schedv1alpha1.PodGang) error {
+	labels := common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodGang, g.replica)
+	if st.backend != nil {
+		labels[apicommon.LabelSchedulerName] = string(st.backend.Name())
+	}
+	if g.base != "" {
+		labels[apicommon.LabelPodCliqueScalingGroup] = g.scalingGroup
+		labels[apicommon.LabelBasePodGang] = g.base
+	}
+	var annotations map[string]string
+	if st.topology != nil && st.topology.found {
+		annotations = map[string]string{apicommon.AnnotationTopologyName: st.topology.name}
+	}
+
+	if pg == nil {
+		pg = &schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{
+			Name: g.name, Namespace: st.pcs.Namespace, Labels: labels, Annotations: annotations}, Spec: g.spec}
+		if err := controllerutil.SetControllerReference(st.stored, pg, c.r.Client.Scheme()); err != nil {
+			return err
+		}
+		if err := c.r.Client.Create(ctx, pg); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the cache is behind; the create event brings us back
+			}
+			return err
+		}
+	} else if !equality.Semantic.DeepEqual(pg.Spec, g.spec) || !subset(labels, pg.Labels) || !equality.Semantic.DeepEqual(annotationOf(pg), annotations) {
+		patch := client.MergeFrom(pg.DeepCopy())
+		pg.Spec = g.spec
+		pg.Labels = common.WithLabels(pg.Labels, labels)
+		if annotations == nil {
+			delete(pg.Annotations, apicommon.AnnotationTopologyName)
+		} else {
+			pg.Annotations = common.WithLabels(pg.Annotations, annotations)
+		}
+		if err := c.r.Client.Patch(ctx, pg, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	if err := c.syncBackend(ctx, st, pg); err != nil {
+		return err
+	}
+	return c.updateInitialized(ctx, pg, g.complete)
+}
+
+// syncBackend hands the PodGang to the scheduler backend once per generation.
+func (c *podGangs) syncBackend(ctx context.Context, st *state, pg *schedv1alpha1.PodGang) error {
+	if st.backend == nil {
+		return nil // the PodCliqueSet names no enabled scheduler; its status says so
+	}
+	if synced, ok := c.r.syncedPodGangs.Load(pg.UID); ok && synced.(int64) == pg.Generation {
+		return nil
+	}
+	if err := st.backend.SyncPodGang(ctx, pg); err != nil {
+		return fmt.Errorf("scheduler backend %s: %w", st.backend.Name(), err)
+	}
+	c.r.syncedPodGangs.Store(pg.UID, pg.Generation)
+	return nil
+}
+
+// updateInitialized sets Initialized False until every pod of the gang exists and is
+// referenced, then True; once True it stays (the gang has been handed over complete).
+func (c *podGangs) updateInitialized(ctx context.Context, pg *schedv1alpha1.PodGang, complete bool) error {
+	current := meta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionInitialized)
+	if current != nil && (current.Status == metav1.ConditionTrue || !complete) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	cond := metav1.Condition{Type: schedv1alpha1.PodGangConditionInitialized, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonPodGangPodsCreationPending, Message: "not every pod of the PodGang has been created yet"}
+	if complete {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, apicommon.ReasonPodGangPodsCreated, "every pod of the PodGang has been created"
+	}
+	common.SetCondition(&pg.Status.Conditions, cond, pg.Generation)
+	if pg.Status.Phase == "" {
+		pg.Status.Phase = schedv1alpha1.PodGangPhasePending
+	}
+	if err := c.r.Client.Status().Patch(ctx, pg, patch); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+func (c *podGangs) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+}
+
+func annotationOf(pg *schedv1alpha1.PodGang) map[string]string {
+	v, ok := pg.Annotations[apicommon.AnnotationTopologyName]
+	if !ok {
+		return nil
+	}
+	return map[string]string{apicommon.AnnotationTopologyName: v}
+}
+
+// subset reports whether every entry of want is in have.
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	return true
+}

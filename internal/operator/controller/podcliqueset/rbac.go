@@ -1,0 +1,73 @@
+package podcliqueset
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// serviceAccounts keeps the ServiceAccount the PodCliqueSet's pods may run as.
+type serviceAccounts struct{ r *Reconciler }
+
+func (*serviceAccounts) Name() string { return "serviceaccount" }
+
+func (c *serviceAccounts) Sync(ctx context.Context, st *state) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: apicommon.PodServiceAccountName(st.pcs.Name), Namespace: st.pcs.Namespace}}
+	_, err := common.CreateOrPatch(ctx, c.r.Client, sa, func() error {
+		sa.Labels = common.WithLabels(sa.Labels, common.ComponentLabels(st.pcs.Name, apicommon.ComponentPodServiceAccount))
+		return controllerutil.SetControllerReference(st.stored, sa, c.r.Client.Scheme())
+	})
+	return err
+}
+
+func (c *serviceAccounts) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1.ServiceAccountList{}, apicommon.ComponentPodServiceAccount)
+}
+
+// roles keeps the Role that lets the pods of the PodCliqueSet read pods (peer discovery and,
+// later, startup ordering).
+type roles struct{ r *Reconciler }
+
+func (*roles) Name() string { return "role" }
+
+func (c *roles) Sync(ctx context.Context, st *state) error {
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: apicommon.PodRoleName(st.pcs.Name), Namespace: st.pcs.Namespace}}
+	_, err := common.CreateOrPatch(ctx, c.r.Client, role, func() error {
+		role.Labels = common.WithLabels(role.Labels, common.ComponentLabels(st.pcs.Name, apicommon.ComponentPodRole))
+		role.Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+		return controllerutil.SetControllerReference(st.stored, role, c.r.Client.Scheme())
+	})
+	return err
+}
+
+func (c *roles) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleList{}, apicommon.ComponentPodRole)
+}
+
+// roleBindings binds the Role to the ServiceAccount.
+type roleBindings struct{ r *Reconciler }
+
+func (*roleBindings) Name() string { return "rolebinding" }
+
+func (c *roleBindings) Sync(ctx context.Context, st *state) error {
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: apicommon.PodRoleBindingName(st.pcs.Name), Namespace: st.pcs.Namespace}}
+	_, err := common.CreateOrPatch(ctx, c.r.Client, rb, func() error {
+		rb.Labels = common.WithLabels(rb.Labels, common.ComponentLabels(st.pcs.Name, apicommon.ComponentPodRoleBinding))
+		// roleRef is immutable; it is the same on every reconcile.
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: apicommon.PodRoleName(st.pcs.Name)}
+		rb.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: apicommon.PodServiceAccountName(st.pcs.Name), Namespace: st.pcs.Namespace}}
+		return controllerutil.SetControllerReference(st.stored, rb, c.r.Client.Scheme())
+	})
+	return err
+}
+
+func (c *roleBindings) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleBindingList{}, apicommon.ComponentPodRoleBinding)
+}

@@ -1,0 +1,127 @@
+// Package podcliqueset is the PodCliqueSet controller. It keeps, in dependency order, the
+// objects a PodCliqueSet is made of: the pods' ServiceAccount, Role and RoleBinding, one
+// headless Service per replica, the standalone PodCliques, the PodCliqueScalingGroups and the
+// PodGangs, and reports the PodCliqueSet's status.
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend"
+	"github.com/ai-dynamo/grove/pkg/topology"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/component"
+)
+
+// Reconciler reconciles PodCliqueSets.
+type Reconciler struct {
+	Client   client.Client
+	Registry *backend.Registry
+	Recorder events.EventRecorder
+	// TopologyAwareScheduling decides whether constraints are translated at all.
+	TopologyAwareScheduling configv1alpha1.TopologyAwareSchedulingConfiguration
+
+	// syncedPodGangs remembers the generation of each PodGang the backend last synced, so
+	// SyncPodGang runs once per create or spec change and again after a failure.
+	syncedPodGangs sync.Map // types.UID -> int64
+}
+
+// state is what one reconcile of a PodCliqueSet works from.
+type state struct {
+	// pcs has the defaults of the defaulting webhook applied, for objects that bypassed it.
+	pcs *corev1alpha1.PodCliqueSet
+	// stored is the PodCliqueSet as read, the base of the status patch.
+	stored *corev1alpha1.PodCliqueSet
+	// backend is the scheduler backend of the PodCliqueSet; nil when backendErrs explains why.
+	backend     backend.Backend
+	backendErrs field.ErrorList
+	// topology is set when topology-aware scheduling applies to this PodCliqueSet.
+	topology *topologyState
+}
+
+type topologyState struct {
+	name       string
+	found      bool
+	translated topology.Translated
+}
+
+// translated is the translation to apply to PodGangs (empty when there is none).
+func (s *state) translated() topology.Translated {
+	if s.topology == nil {
+		return topology.Translated{}
+	}
+	return s.topology.translated
+}
+
+func (r *Reconciler) components() []component.Component[*state] {
+	return []component.Component[*state]{
+		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &headlessServices{r},
+		&podCliques{r}, &scalingGroups{r}, &podGangs{r},
+	}
+}
+
+// Reconcile syncs the components of a PodCliqueSet in order and reports its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	stored := &corev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	st := &state{pcs: stored.DeepCopy(), stored: stored}
+	corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
+	if common.IsTerminating(stored) {
+		if err := component.DeleteAll(ctx, st, r.components()...); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{}, common.RemoveFinalizer(ctx, r.Client, stored, apicommon.FinalizerPodCliqueSet)
+	}
+	if err := common.EnsureFinalizer(ctx, r.Client, stored, apicommon.FinalizerPodCliqueSet); err != nil {
+		return reconcile.Result{}, err
+	}
+	st.pcs.ResourceVersion = stored.ResourceVersion
+	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)
+	if err := r.resolveTopology(ctx, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	syncErr := component.SyncAll(ctx, st, r.components()...)
+	statusErr := r.updateStatus(ctx, st, syncErr)
+	return reconcile.Result{}, errors.Join(syncErr, statusErr)
+}
+
+// resolveTopology reads the ClusterTopology the constraints refer to, when topology-aware
+// scheduling is enabled and the PodCliqueSet has constraints.
+func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
+	t := &st.pcs.Spec.Template
+	if !r.TopologyAwareScheduling.Enabled || !topology.HasConstraints(t) {
+		return nil
+	}
+	ts := &topologyState{name: topology.NameOf(t)}
+	var levels []corev1alpha1.TopologyLevel
+	if ts.name != "" {
+		ct := &corev1alpha1.ClusterTopology{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: ts.name}, ct)
+		switch {
+		case err == nil:
+			ts.found, levels = true, ct.Spec.Levels
+		case !apierrors.IsNotFound(err):
+			return err
+		}
+	}
+	ts.translated = topology.Translate(t, levels)
+	st.topology = ts
+	return nil
+}
+
+func (r *Reconciler) forgetPodGang(uid types.UID) { r.syncedPodGangs.Delete(uid) }

@@ -1,0 +1,112 @@
+package podcliqueset
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/topology"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// ControllerName names the controller (and its events).
+const ControllerName = "podcliqueset"
+
+// IndexTopologyName indexes PodCliqueSets by the ClusterTopology their constraints refer to.
+const IndexTopologyName = "grove.io/topologyName"
+
+// SetupWithManager registers the controller and its watches:
+//   - PodCliqueSets: spec (generation) and deletion;
+//   - PodCliques and PodCliqueScalingGroups of the PodCliqueSet (members of scaling groups
+//     included): existence, spec (scale subresources) and status;
+//   - pods of the PodCliqueSet: existence, labels and deletion (PodGang membership);
+//   - owned PodGangs, Services, ServiceAccounts, Roles, RoleBindings: deletion and spec drift;
+//   - ClusterTopologies: the PodCliqueSets whose constraints name them.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexTopologyName, func(obj client.Object) []string {
+		pcs, ok := obj.(*corev1alpha1.PodCliqueSet)
+		if !ok || !topology.HasConstraints(&pcs.Spec.Template) {
+			return nil
+		}
+		if name := topology.NameOf(&pcs.Spec.Template); name != "" {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	toPCS := handler.EnqueueRequestsFromMapFunc(podCliqueSetOf)
+	driftOrDeletion := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, common.DeletionChanged{}))
+	deletion := builder.WithPredicates(predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(opts).
+		For(&corev1alpha1.PodCliqueSet{}, driftOrDeletion).
+		Watches(&corev1alpha1.PodClique{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
+			common.StatusChanged[*corev1alpha1.PodClique]{Status: func(p *corev1alpha1.PodClique) any { return p.Status }}))).
+		Watches(&corev1alpha1.PodCliqueScalingGroup{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
+			common.StatusChanged[*corev1alpha1.PodCliqueScalingGroup]{Status: func(p *corev1alpha1.PodCliqueScalingGroup) any { return p.Status }}))).
+		Watches(&corev1.Pod{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.LabelChangedPredicate{}, common.DeletionChanged{}, podPhaseEnded{}))).
+		Owns(&schedv1alpha1.PodGang{}, driftOrDeletion).
+		Owns(&corev1.Service{}, deletion).
+		Owns(&corev1.ServiceAccount{}, deletion).
+		Owns(&rbacv1.Role{}, deletion).
+		Owns(&rbacv1.RoleBinding{}, deletion).
+		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfTopology)).
+		Complete(r)
+}
+
+// podCliqueSetOf maps an object to the PodCliqueSet it is part of.
+func podCliqueSetOf(_ context.Context, obj client.Object) []reconcile.Request {
+	if obj.GetLabels()[apicommon.LabelManagedByKey] != apicommon.LabelManagedByValue {
+		return nil
+	}
+	name := common.PodCliqueSetName(obj)
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// podCliqueSetsOfTopology maps a ClusterTopology to the PodCliqueSets that refer to it.
+func (r *Reconciler) podCliqueSetsOfTopology(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &corev1alpha1.PodCliqueSetList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{IndexTopologyName: obj.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliqueSets of a ClusterTopology", "clusterTopology", obj.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// podPhaseEnded passes pod updates into Succeeded or Failed (they leave their PodGang).
+type podPhaseEnded struct{ predicate.Funcs }
+
+func (podPhaseEnded) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Pod)
+	n, ok2 := e.ObjectNew.(*corev1.Pod)
+	return ok1 && ok2 && o.Status.Phase != n.Status.Phase &&
+		(n.Status.Phase == corev1.PodSucceeded || n.Status.Phase == corev1.PodFailed)
+}

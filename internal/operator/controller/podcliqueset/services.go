@@ -1,0 +1,57 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// headlessServices keeps one headless Service per replica: it gives the replica's pods DNS
+// names (<hostname>.<pcs>-<i>) so peers find each other.
+type headlessServices struct{ r *Reconciler }
+
+func (*headlessServices) Name() string { return "headless-service" }
+
+func (c *headlessServices) Sync(ctx context.Context, st *state) error {
+	owned, err := listOwned(ctx, c.r.Client, st.stored, &corev1.ServiceList{}, apicommon.ComponentHeadlessService)
+	if err != nil {
+		return err
+	}
+	wanted := map[string]bool{}
+	for i := range int(st.pcs.Spec.Replicas) {
+		wanted[apicommon.HeadlessServiceName(st.pcs.Name, i)] = true
+	}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
+	for i := range int(st.pcs.Spec.Replicas) {
+		errs = append(errs, c.apply(ctx, st, i))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *headlessServices) apply(ctx context.Context, st *state, replica int) error {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: apicommon.HeadlessServiceName(st.pcs.Name, replica), Namespace: st.pcs.Namespace}}
+	_, err := common.CreateOrPatch(ctx, c.r.Client, svc, func() error {
+		svc.Labels = common.WithLabels(svc.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentHeadlessService, replica))
+		if svc.ResourceVersion == "" {
+			svc.Spec.ClusterIP = corev1.ClusterIPNone
+		}
+		selector := apicommon.DefaultLabels(st.pcs.Name)
+		selector[apicommon.LabelPodCliqueSetReplicaIndex] = strconv.Itoa(replica)
+		svc.Spec.Selector = selector
+		svc.Spec.PublishNotReadyAddresses = st.pcs.Spec.Template.HeadlessServiceConfig.PublishNotReadyAddresses
+		return controllerutil.SetControllerReference(st.stored, svc, c.r.Client.Scheme())
+	})
+	return err
+}
+
+func (c *headlessServices) Delete(ctx context.Context, st *state) error {
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1.ServiceList{}, apicommon.ComponentHeadlessService)
+}

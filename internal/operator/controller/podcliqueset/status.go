@@ -1,0 +1,155 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/topology"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/component"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
+)
+
+// updateStatus writes the PodCliqueSet's status when it changed.
+func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error) error {
+	ns, selector := client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
+	pclqs := &corev1alpha1.PodCliqueList{}
+	if err := r.Client.List(ctx, pclqs, ns, selector); err != nil {
+		return err
+	}
+	pcsgs := &corev1alpha1.PodCliqueScalingGroupList{}
+	if err := r.Client.List(ctx, pcsgs, ns, selector); err != nil {
+		return err
+	}
+	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
+	if equality.Semantic.DeepEqual(status, st.stored.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(st.stored.DeepCopy())
+	st.stored.Status = status
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, st.stored, patch))
+}
+
+// computeStatus derives the PodCliqueSet status from its PodCliques and scaling groups. A
+// replica is available when each of its standalone PodCliques has minAvailable pods ready and
+// each of its scaling groups has minAvailable replicas available; it is updated when every
+// PodClique of it has converged on the current generation hash.
+func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup, syncErr error) corev1alpha1.PodCliqueSetStatus {
+	pcs := st.pcs
+	status := *st.stored.Status.DeepCopy()
+	generationHash := hash.PodCliqueSetGeneration(&pcs.Spec.Template)
+	type replicaState struct {
+		exists, available, updated  bool
+		standalone, groups, cliques int
+	}
+	replicas := map[int]*replicaState{}
+	at := func(obj client.Object) *replicaState {
+		i, ok := common.IntLabel(obj, apicommon.LabelPodCliqueSetReplicaIndex)
+		if !ok || common.IsTerminating(obj) {
+			return nil
+		}
+		if replicas[i] == nil {
+			replicas[i] = &replicaState{available: true, updated: true}
+		}
+		return replicas[i]
+	}
+	for i := range pclqs {
+		p := &pclqs[i]
+		rs := at(p)
+		if rs == nil {
+			continue
+		}
+		rs.cliques++
+		rs.updated = rs.updated && ptr.Deref(p.Status.CurrentPodCliqueSetGenerationHash, "") == generationHash
+		if metav1.IsControlledBy(p, st.stored) {
+			rs.exists = true
+			rs.standalone++
+			rs.available = rs.available && p.Status.ReadyReplicas >= corev1alpha1.MinAvailableOf(&p.Spec)
+		}
+	}
+	for i := range pcsgs {
+		g := &pcsgs[i]
+		if !metav1.IsControlledBy(g, st.stored) {
+			continue
+		}
+		rs := at(g)
+		if rs == nil {
+			continue
+		}
+		rs.exists = true
+		rs.groups++
+		rs.available = rs.available && g.Status.AvailableReplicas >= ptr.Deref(g.Spec.MinAvailable, 1)
+	}
+	standalone := 0
+	for _, c := range pcs.Spec.Template.Cliques {
+		if c != nil && pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
+			standalone++
+		}
+	}
+	groups := len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
+	status.Replicas, status.AvailableReplicas, status.UpdatedReplicas = 0, 0, 0
+	for i, rs := range replicas {
+		if !rs.exists {
+			continue
+		}
+		status.Replicas++
+		if i >= int(pcs.Spec.Replicas) || rs.standalone != standalone || rs.groups != groups {
+			continue
+		}
+		if rs.available {
+			status.AvailableReplicas++
+		}
+		if rs.updated && rs.cliques > 0 {
+			status.UpdatedReplicas++
+		}
+	}
+	status.ObservedGeneration = ptr.To(st.stored.Generation)
+	status.CurrentGenerationHash = ptr.To(generationHash)
+	status.Selector = ptr.To(common.PodCliqueSetSelector(pcs.Name).String())
+
+	if st.topology == nil {
+		meta.RemoveStatusCondition(&status.Conditions, apicommon.ConditionTopologyLevelsUnavailable)
+	} else {
+		c := topology.LevelsUnavailableCondition(st.topology.name, st.topology.found, st.topology.translated.MissingDomains)
+		common.SetCondition(&status.Conditions, c, st.stored.Generation)
+	}
+	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
+	return status
+}
+
+// lastErrors reports the reconcile's problems; an unchanged problem keeps its first sighting so
+// the status is not rewritten on every retry.
+func lastErrors(previous []corev1alpha1.LastError, st *state, syncErr error) []corev1alpha1.LastError {
+	var current []corev1alpha1.LastError
+	if len(st.backendErrs) > 0 {
+		current = append(current, corev1alpha1.LastError{Code: "SchedulerBackendUnresolved", Description: st.backendErrs.ToAggregate().Error()})
+	}
+	if syncErr != nil {
+		code := "SyncFailed"
+		var ce *component.Error
+		if errors.As(syncErr, &ce) {
+			code = fmt.Sprintf("SyncFailed/%s", ce.Component)
+		}
+		current = append(current, corev1alpha1.LastError{Code: code, Description: syncErr.Error()})
+	}
+	now := metav1.Now()
+	for i := range current {
+		current[i].ObservedAt = now
+		for _, p := range previous {
+			if p.Code == current[i].Code && p.Description == current[i].Description {
+				current[i].ObservedAt = p.ObservedAt
+			}
+		}
+	}
+	return current
+}

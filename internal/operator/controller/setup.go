@@ -1,0 +1,92 @@
+// Package controller wires grove-operator's controllers into a manager: PodCliqueSet,
+// PodCliqueScalingGroup, PodClique and the managed ClusterTopologies, all sharing one scheduler
+// backend registry.
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopology"
+	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
+	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
+	"github.com/ai-dynamo/grove/internal/operator/controller/podcliquescalinggroup"
+	"github.com/ai-dynamo/grove/internal/operator/controller/podcliqueset"
+)
+
+// EventSource is the reporting controller of grove-operator's events.
+const EventSource = "grove-operator"
+
+// CacheByObject narrows the informer cache: grove-operator only ever reads the pods it
+// manages, so it does not hold every pod of the cluster in memory.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
+	}
+}
+
+// Options tune the controllers beyond the configuration (tests run several managers in one
+// process and skip controller-name validation).
+type Options struct {
+	SkipNameValidation bool
+}
+
+// SetupWithManager initialises the scheduler backends and registers every controller.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.OperatorConfiguration, registry *backend.Registry, opts Options) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	recorder := mgr.GetEventRecorder(EventSource)
+	// Backends initialise before the cache starts: they read through the API reader.
+	if err := registry.Init(ctx, backend.InitContext{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: dc, Recorder: recorder,
+		Logger: mgr.GetLogger().WithName("backend"),
+	}, cfg.Scheduler); err != nil {
+		return err
+	}
+	controllerOpts := func(c configv1alpha1.ConcurrencyConfiguration) controller.Options {
+		o := controller.Options{MaxConcurrentReconciles: configv1alpha1.DefaultConcurrentSyncs}
+		if c.ConcurrentSyncs != nil {
+			o.MaxConcurrentReconciles = *c.ConcurrentSyncs
+		}
+		if opts.SkipNameValidation {
+			o.SkipNameValidation = &opts.SkipNameValidation
+		}
+		return o
+	}
+	c := cfg.Controllers
+	if err := (&podcliqueset.Reconciler{
+		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
+		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
+	}
+	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).
+		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
+		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
+	}
+	if err := (&podclique.Reconciler{
+		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
+	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {
+		return fmt.Errorf("setting up the PodClique controller: %w", err)
+	}
+	if tas := cfg.TopologyAwareScheduling; tas.Enabled && len(tas.Profiles) > 0 {
+		if err := (&clustertopology.Reconciler{Client: mgr.GetClient(), Profiles: tas.Profiles}).
+			SetupWithManager(mgr, controllerOpts(c.ClusterTopology)); err != nil {
+			return fmt.Errorf("setting up the managed ClusterTopology controller: %w", err)
+		}
+	}
+	return nil
+}
