@@ -19,7 +19,7 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/backend"
 
-	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopology"
+	"github.com/ai-dynamo/grove/internal/operator/controller/managedtopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podcliquescalinggroup"
@@ -83,7 +83,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		return fmt.Errorf("setting up the PodClique controller: %w", err)
 	}
 	if tas := cfg.TopologyAwareScheduling; tas.Enabled && len(tas.Profiles) > 0 {
-		if err := (&clustertopology.Reconciler{Client: mgr.GetClient(), Profiles: tas.Profiles}).
+		if err := (&managedtopology.Reconciler{Client: mgr.GetClient(), Profiles: tas.Profiles}).
 			SetupWithManager(mgr, controllerOpts(c.ClusterTopology)); err != nil {
 			return fmt.Errorf("setting up the managed ClusterTopology controller: %w", err)
 		}

@@ -1,7 +1,7 @@
-// Package clustertopology keeps the ClusterTopologies that grove-operator manages from its
+// Package managedtopology keeps the ClusterTopologies that grove-operator manages from its
 // configuration (topologyAwareScheduling.profiles) equal to that configuration: created at
 // start-up, restored when edited, recreated when deleted.
-package clustertopology
+package managedtopology
 
 import (
 	"context"
