@@ -71,6 +71,10 @@ demo-down: ## Stop the demo environment and every process it started.
 test: k8s-bins build kwok ## Unit and integration tests against a real etcd + kube-apiserver + kube-controller-manager.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
+.PHONY: e2e
+e2e: k8s-bins build kwok ## End-to-end scenarios: operator and scheduler as processes, kwok nodes.
+	$(GO) test -tags e2e -timeout 40m -count=1 ./e2e/scenarios/...
+
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -short ./...

@@ -1,0 +1,113 @@
+//go:build e2e
+
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+)
+
+func createNodes(t *testing.T, env *framework.Env, prefix string, n int, shape map[corev1.ResourceName]string, labels map[string]string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		node := cluster.FakeNode(fmt.Sprintf("%s-%d", prefix, i), labels, shape)
+		require.NoError(t, env.Client.Create(context.Background(), node))
+	}
+}
+
+func scheduledCondition(t *testing.T, env *framework.Env, ns, gang string) *schedv1alpha1.PodGang {
+	t.Helper()
+	pg := &schedv1alpha1.PodGang{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gang}, pg))
+	return pg
+}
+
+// A 10-pod gang on 9 one-pod nodes stays fully pending (and says why); a tenth node lets it
+// bind completely.
+func TestGangWaitsWholeUntilItFits(t *testing.T) {
+	env, w := startEnv(t, nil)
+	ctx := context.Background()
+	createNodes(t, env, "n", 9, oneCPUNode, nil)
+	ns := env.Cluster.TestNamespace(t)
+	require.NoError(t, env.Client.Create(ctx, pcs(ns, "ten", 1, clique("w", 10, "1"))))
+
+	gang := common.BasePodGangName("ten", 0)
+	require.Eventually(t, func() bool {
+		pg := scheduledCondition(t, env, ns, gang)
+		c := apimeta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
+		return c != nil && c.Status == "False" && c.Message != ""
+	}, 2*time.Minute, 500*time.Millisecond, "the PodGang never said why it is pending")
+	pods := podsOf(t, env, ns, "ten")
+	require.Len(t, pods, 10)
+	require.Equal(t, 0, countBound(pods), "a gang that does not fit must bind nothing")
+
+	createNodes(t, env, "extra", 1, oneCPUNode, nil)
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ten")) == 10 }, 2*time.Minute, 500*time.Millisecond)
+	pg := scheduledCondition(t, env, ns, gang)
+	assert.True(t, apimeta.IsStatusConditionTrue(pg.Status.Conditions, schedv1alpha1.PodGangConditionScheduled))
+	w.assertNoPartialGang()
+}
+
+// With scaling-group minAvailable below replicas only the base gang must land; scaled gangs
+// are separate, whole gangs placed after it.
+func TestBaseGangFirstThenScaledGangs(t *testing.T) {
+	env, w := startEnv(t, nil)
+	ctx := context.Background()
+	createNodes(t, env, "n", 4, oneCPUNode, nil)
+	ns := env.Cluster.TestNamespace(t)
+	p := withGroup(pcs(ns, "svc", 1, clique("router", 1, "1"), clique("worker", 2, "1")), "workers", 3, 1, "worker")
+	require.NoError(t, env.Client.Create(ctx, p))
+
+	base := common.BasePodGangName("svc", 0)
+	pcsg := common.PodCliqueScalingGroupName("svc", 0, "workers")
+	scaled := []string{common.ScaledPodGangName(pcsg, 1, 1), common.ScaledPodGangName(pcsg, 2, 1)}
+	// Base gang: router + workers replica 0 = 3 pods on 4 nodes. One node is left: no scaled
+	// gang (2 pods each) fits, so exactly 3 pods are bound.
+	require.Eventually(t, func() bool {
+		pods := podsOf(t, env, ns, "svc")
+		return len(pods) == 7 && countBound(pods) == 3
+	}, 2*time.Minute, 500*time.Millisecond)
+	for _, pod := range podsOf(t, env, ns, "svc") {
+		if pod.Spec.NodeName != "" {
+			assert.Equal(t, base, pod.Labels[common.LabelPodGang], "pod %s of a scaled gang bound before room existed for it", pod.Name)
+		}
+	}
+	// Room for both scaled gangs: every pod binds, the scaled gangs after the base gang.
+	createNodes(t, env, "more", 4, oneCPUNode, nil)
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "svc")) == 7 }, 2*time.Minute, 500*time.Millisecond)
+	for _, g := range append([]string{base}, scaled...) {
+		pg := scheduledCondition(t, env, ns, g)
+		assert.True(t, apimeta.IsStatusConditionTrue(pg.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), g)
+	}
+
+	// Scale the group out: a new scaled PodGang appears and is placed whole.
+	sc := &autoscalingv1.Scale{}
+	obj := &corev1alpha1.PodCliqueScalingGroup{}
+	obj.Namespace, obj.Name = ns, pcsg
+	require.NoError(t, env.Client.SubResource("scale").Get(ctx, obj, sc))
+	sc.Spec.Replicas = 4
+	require.NoError(t, env.Client.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(sc)))
+	createNodes(t, env, "last", 2, oneCPUNode, nil)
+	require.Eventually(t, func() bool {
+		pods := podsOf(t, env, ns, "svc")
+		return len(pods) == 9 && countBound(pods) == 9
+	}, 2*time.Minute, 500*time.Millisecond)
+	pg := scheduledCondition(t, env, ns, common.ScaledPodGangName(pcsg, 3, 1))
+	assert.Len(t, pg.Spec.PodGroups, 1)
+	w.assertNoPartialGang()
+}
