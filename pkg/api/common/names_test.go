@@ -24,6 +24,8 @@ func TestNames(t *testing.T) {
 		{AllReplicasResourceClaimName("disagg", "gpu"), "disagg-all-gpu"},
 		{PerReplicaResourceClaimName("disagg-0-router", 2, "gpu"), "disagg-0-router-2-gpu"},
 		{KoordinatorPodGroupName("disagg-0", "disagg-0-router"), "disagg-0-disagg-0-router"},
+		{KoordinatorPodGroupName("disaggregated-inference-0-workers-3", "disaggregated-inference-0-workers-3-prefill"),
+			ShortenLabelValue("disaggregated-inference-0-workers-3-disaggregated-inference-0-workers-3-prefill")},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, tc.got)
