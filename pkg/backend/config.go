@@ -2,25 +2,26 @@ package backend
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+
+	kjson "sigs.k8s.io/json"
 )
 
-// DecodeConfig strictly decodes a profile's backend-specific configuration into cfg: unknown
-// fields and trailing data are errors, so a misspelt option fails start-up instead of being
-// ignored. An empty configuration leaves cfg unchanged.
-func DecodeConfig(raw json.RawMessage, cfg any) error {
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+// DecodeConfig strictly decodes a profile's backend-specific configuration into cfg: field
+// names match case-sensitively and unknown or duplicate fields are errors, so a misspelt
+// option fails start-up instead of being ignored. An empty configuration leaves cfg unchanged.
+func DecodeConfig(raw []byte, cfg any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
+	strictErrs, err := kjson.UnmarshalStrict(trimmed, cfg)
+	if err != nil {
 		return fmt.Errorf("decoding scheduler profile config: %w", err)
 	}
-	if err := dec.Decode(&struct{}{}); err != io.EOF {
-		return fmt.Errorf("decoding scheduler profile config: unexpected data after the configuration object")
+	if len(strictErrs) > 0 {
+		return fmt.Errorf("decoding scheduler profile config: %w", errors.Join(strictErrs...))
 	}
 	return nil
 }

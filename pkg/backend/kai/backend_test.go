@@ -27,7 +27,7 @@ func TestInitDecodesConfigStrictly(t *testing.T) {
 		{name: "no config", raw: ""},
 		{name: "default queue", raw: `{"defaultQueue":"team-a"}`, want: Config{DefaultQueue: "team-a"}},
 		{name: "misspelt field", raw: `{"defaultQeue":"team-a"}`, wantErr: `unknown field "defaultQeue"`},
-		{name: "trailing data", raw: `{"defaultQueue":"a"} {}`, wantErr: "unexpected data"},
+		{name: "trailing data", raw: `{"defaultQueue":"a"} {}`, wantErr: "decoding scheduler profile config"},
 		{name: "empty queue", raw: `{"defaultQueue":""}`},
 	}
 	for _, tc := range cases {
