@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
@@ -65,11 +64,10 @@ func (c *Config) Validate() error {
 
 // Backend hands PodGangs to KAI Scheduler.
 type Backend struct {
-	client   client.Client
-	reader   client.Reader
-	recorder events.EventRecorder
-	log      logr.Logger
-	cfg      Config
+	client client.Client
+	reader client.Reader
+	log    logr.Logger
+	cfg    Config
 }
 
 var (
@@ -92,7 +90,7 @@ func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid kai-scheduler config: %w", err)
 	}
-	b.cfg, b.client, b.recorder, b.log = cfg, ic.Client, ic.Recorder, ic.Logger
+	b.cfg, b.client, b.log = cfg, ic.Client, ic.Logger
 	b.reader = ic.APIReader
 	if b.reader == nil {
 		b.reader = ic.Client

@@ -2,6 +2,7 @@ package kai
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -132,4 +133,21 @@ func TestDesiredPodGroupRejectsGangsKAICannotNest(t *testing.T) {
 			assert.True(t, strings.Contains(err.Error(), tc.wantErr), err.Error())
 		})
 	}
+}
+
+func TestPodsJoinTheSubGroupOfTheirPodGroupEvenWithLongNames(t *testing.T) {
+	long := "inference-with-a-rather-long-name-0-workers-12-prefill-leader-pods"
+	pg := backendtest.PodGang("ns", "gang", "", []schedv1alpha1.PodGroup{{Name: long, MinReplicas: 0}, {Name: "b", MinReplicas: 2}})
+	u, err := desiredPodGroup(pg, "q", "")
+	require.NoError(t, err)
+	pod := backendtest.Pod()
+	(&Backend{}).PreparePod(pod, backend.PodGangRef{Name: "gang", PodGroup: long})
+	backendtest.JSONEqYAML(t, fmt.Sprintf(`
+queue: q
+minMember: 2
+subGroups:
+- name: %s
+- name: b
+  minMember: 2
+`, pod.Labels[LabelSubGroupName]), u.Object["spec"], "a group with minReplicas 0 leaves minMember unset (KAI's schema needs at least 1)")
 }
