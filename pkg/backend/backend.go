@@ -36,6 +36,8 @@ type Backend interface {
 }
 
 // TopologyAwareBackend is a backend with its own topology object per ClusterTopology (seed 000).
+// A topology object Grove manages for a ClusterTopology has the ClusterTopology's name; an
+// externally managed one is named by the ClusterTopology's schedulerReferences.
 type TopologyAwareBackend interface {
 	Backend
 	// TopologyGVR is the resource of the backend's topology object.
@@ -46,6 +48,16 @@ type TopologyAwareBackend interface {
 	OnTopologyDelete(ctx context.Context, ct *corev1alpha1.ClusterTopology) error
 	// CheckTopologyDrift compares an externally managed topology object with the ClusterTopology.
 	CheckTopologyDrift(ctx context.Context, ct *corev1alpha1.ClusterTopology, reference string) (DriftResult, error)
+}
+
+// ReferenceOnlyTopologyBackend is a TopologyAwareBackend whose topology object Grove never
+// creates, because the scheduler keeps one cluster-wide object that its operator owns (e.g.
+// Koordinator's ClusterNetworkTopology). Grove only checks a referenced object for drift;
+// SyncTopology and OnTopologyDelete are not called for it.
+type ReferenceOnlyTopologyBackend interface {
+	TopologyAwareBackend
+	// ReferenceOnlyTopology marks the backend; it does nothing.
+	ReferenceOnlyTopology()
 }
 
 // DriftResult is the outcome of comparing a backend topology object with a ClusterTopology.

@@ -26,6 +26,10 @@ const (
 	LabelResourceClaimOwnerName    = "grove.io/resource-claim-owner-name"
 	LabelResourceClaimReplicaIndex = "grove.io/resource-claim-replica-index"
 	LabelResourceClaimTemplate     = "grove.io/resource-claim-template"
+	// LabelKAIQueue is KAI's queue label. Users put it on a PodCliqueSet scheduled by
+	// kai-scheduler; the operator copies it from the PodCliqueSet onto each of its PodGangs,
+	// where the KAI backend reads it into the KAI PodGroup's spec.queue.
+	LabelKAIQueue = "kai.scheduler/queue"
 )
 
 // Values of LabelComponentKey.
@@ -48,6 +52,10 @@ const (
 	AnnotationPermitWaitTimeout = "grove.io/permit-wait-timeout"
 	// AnnotationTopologyName on a PodGang names the ClusterTopology its keys come from.
 	AnnotationTopologyName = "grove.io/topology-name"
+	// AnnotationAutoMNNVL on a PodCliqueSet (or a clique) asks for Multi-Node NVLink through
+	// ComputeDomain resource claims; AnnotationAutoMNNVLEnabled is its "on" value.
+	AnnotationAutoMNNVL        = "grove.io/auto-mnnvl"
+	AnnotationAutoMNNVLEnabled = "enabled"
 )
 
 // Finalizers.
@@ -55,6 +63,9 @@ const (
 	FinalizerPodCliqueSet          = "grove.io/podcliqueset.grove.io"
 	FinalizerPodClique             = "grove.io/podclique.grove.io"
 	FinalizerPodCliqueScalingGroup = "grove.io/podcliquescalinggroup.grove.io"
+	// FinalizerClusterTopology lets the ClusterTopology controller remove the backend topology
+	// objects Grove manages before the ClusterTopology goes away.
+	FinalizerClusterTopology = "grove.io/clustertopology.grove.io"
 )
 
 // SchedulingGatePodGangPendingCreation keeps a pod from being scheduled until its PodGang lists it.
@@ -98,6 +109,13 @@ const (
 	ReasonInsufficientScheduledReplicas = "InsufficientScheduledPCSGReplicas"
 	ReasonInsufficientAvailableReplicas = "InsufficientAvailablePCSGReplicas"
 	ReasonSufficientAvailableReplicas   = "SufficientAvailablePCSGReplicas"
+
+	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
+	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"
+	ReasonSchedulerTopologyDrift       = "SchedulerTopologyDrift"
+	ReasonSchedulerTopologySyncFailed  = "SchedulerTopologySyncFailed"
+	ReasonSchedulerBackendNotAvailable = "SchedulerBackendNotAvailable"
+	ReasonNoTopologyAwareSchedulers    = "NoTopologyAwareSchedulers"
 )
 
 // DefaultLabels are put on every object managed for a PodCliqueSet.

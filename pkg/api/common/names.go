@@ -87,9 +87,11 @@ func PerReplicaResourceClaimName(owner string, replica int, template string) str
 	return fmt.Sprintf("%s-%d-%s", owner, replica, template)
 }
 
-// KoordinatorPodGroupName is "<podgang>-<podgroup>".
+// KoordinatorPodGroupName is "<podgang>-<podgroup>", shortened (ShortenLabelValue) when longer
+// than 63 characters: pods find their Koordinator PodGroup through a label whose value is
+// this name.
 func KoordinatorPodGroupName(podGang, podGroup string) string {
-	return fmt.Sprintf("%s-%s", podGang, podGroup)
+	return ShortenLabelValue(fmt.Sprintf("%s-%s", podGang, podGroup))
 }
 
 // ShortenLabelValue keeps a value within the 63 characters of a label value, replacing the

@@ -31,6 +31,15 @@ func TestNames(t *testing.T) {
 	}
 }
 
+func TestKoordinatorPodGroupNameFitsALabelValue(t *testing.T) {
+	gang := "disaggregated-inference-0-workers-3"
+	prefill := KoordinatorPodGroupName(gang, gang+"-prefill")
+	decode := KoordinatorPodGroupName(gang, gang+"-decode")
+	assert.LessOrEqual(t, len(prefill), 63)
+	assert.True(t, strings.HasPrefix(prefill, "disaggregated-inference-0-w"), prefill)
+	assert.NotEqual(t, prefill, decode, "long names of different groups stay distinct")
+}
+
 func TestShortenLabelValue(t *testing.T) {
 	assert.Equal(t, "short", ShortenLabelValue("short"))
 	long := strings.Repeat("a", 80)
