@@ -108,11 +108,6 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err = c.startAPIServer(ctx, binDir); err != nil {
 		return c, err
 	}
-	if !opts.WithoutControllerManager {
-		if err = c.startControllerManager(ctx, binDir); err != nil {
-			return c, err
-		}
-	}
 	if err = c.writePIDFile(); err != nil {
 		return c, err
 	}
@@ -134,6 +129,16 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	paths = append(paths, opts.CRDPaths...)
 	if len(paths) > 0 {
 		if err = c.InstallCRDs(ctx, paths...); err != nil {
+			return c, err
+		}
+	}
+	// The controller-manager starts after the CRDs: its garbage collector discovers resources
+	// at start-up and otherwise only every 30 seconds.
+	if !opts.WithoutControllerManager {
+		if err = c.startControllerManager(ctx, binDir); err != nil {
+			return c, err
+		}
+		if err = c.writePIDFile(); err != nil {
 			return c, err
 		}
 	}
@@ -251,7 +256,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 		QPS:             -1, // no client-side throttling against a private apiserver
 	}
 	hdr := map[string]string{"Authorization": "Bearer " + c.AdminToken}
-	return c.waitHTTP(ctx, c.apiserver, c.APIServerURL+"/readyz", &tls.Config{RootCAs: pool}, 60*time.Second, hdr)
+	return c.waitHTTP(ctx, c.apiserver, c.APIServerURL+"/readyz", &tls.Config{RootCAs: pool}, 120*time.Second, hdr)
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context, binDir string) error {
@@ -281,7 +286,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 	if err != nil {
 		return err
 	}
-	return c.poll(ctx, c.kcm, 60*time.Second, func(ctx context.Context) (bool, error) {
+	return c.poll(ctx, c.kcm, 120*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})

@@ -19,8 +19,9 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/backend"
 
-	"github.com/ai-dynamo/grove/internal/operator/controller/managedtopology"
+	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
+	"github.com/ai-dynamo/grove/internal/operator/controller/managedtopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podcliquescalinggroup"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podcliqueset"
@@ -81,6 +82,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {
 		return fmt.Errorf("setting up the PodClique controller: %w", err)
+	}
+	if len(registry.TopologyAware()) > 0 {
+		// Keeps every topology-aware backend's topology object in step with each ClusterTopology.
+		if err := clustertopology.SetupWithManager(mgr, registry, c.ClusterTopology); err != nil {
+			return fmt.Errorf("setting up the ClusterTopology controller: %w", err)
+		}
 	}
 	if tas := cfg.TopologyAwareScheduling; tas.Enabled && len(tas.Profiles) > 0 {
 		if err := (&managedtopology.Reconciler{Client: mgr.GetClient(), Profiles: tas.Profiles}).

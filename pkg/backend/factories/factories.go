@@ -7,14 +7,18 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/backend"
 	"github.com/ai-dynamo/grove/pkg/backend/grove"
+	"github.com/ai-dynamo/grove/pkg/backend/kai"
+	"github.com/ai-dynamo/grove/pkg/backend/koordinator"
 	"github.com/ai-dynamo/grove/pkg/backend/kube"
 )
 
 // All returns a fresh map of every backend factory of this build.
 func All() map[configv1alpha1.SchedulerName]backend.Factory {
 	return map[configv1alpha1.SchedulerName]backend.Factory{
-		configv1alpha1.SchedulerNameGrove: grove.New,
-		configv1alpha1.SchedulerNameKube:  kube.New,
+		configv1alpha1.SchedulerNameGrove:       grove.New,
+		configv1alpha1.SchedulerNameKube:        kube.New,
+		configv1alpha1.SchedulerNameKAI:         kai.New,
+		configv1alpha1.SchedulerNameKoordinator: koordinator.New,
 	}
 }
 

@@ -22,12 +22,13 @@ func TestNewRegistryFromProfiles(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, configv1alpha1.SchedulerNameGrove, r.Default().Name())
+	assert.Len(t, All(), len(configv1alpha1.SupportedSchedulerNames), "every supported scheduler has a backend")
 	b, ok := r.Get("default-scheduler")
 	require.True(t, ok)
 	assert.Equal(t, configv1alpha1.SchedulerNameKube, b.Name())
 
 	_, err = NewRegistry(configv1alpha1.SchedulerConfiguration{
-		Profiles: []configv1alpha1.SchedulerProfile{{Name: configv1alpha1.SchedulerNameKAI}}, DefaultProfileName: configv1alpha1.SchedulerNameKAI,
+		Profiles: []configv1alpha1.SchedulerProfile{{Name: "volcano"}}, DefaultProfileName: "volcano",
 	})
 	require.ErrorContains(t, err, "no such backend in this build")
 }

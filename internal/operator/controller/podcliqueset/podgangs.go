@@ -111,6 +111,10 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	if st.backend != nil {
 		labels[apicommon.LabelSchedulerName] = string(st.backend.Name())
 	}
+	if queue := kaiQueueOf(st.pcs); queue != "" {
+		// The KAI backend reads the queue from the PodGang (admission keeps cliques consistent).
+		labels[apicommon.LabelKAIQueue] = queue
+	}
 	if g.base != "" {
 		labels[apicommon.LabelPodCliqueScalingGroup] = g.scalingGroup
 		labels[apicommon.LabelBasePodGang] = g.base
@@ -209,4 +213,17 @@ func subset(want, have map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// kaiQueueOf is the KAI queue a PodCliqueSet asks for: its own label, else its cliques'.
+func kaiQueueOf(pcs *corev1alpha1.PodCliqueSet) string {
+	if q := pcs.Labels[apicommon.LabelKAIQueue]; q != "" {
+		return q
+	}
+	for _, c := range pcs.Spec.Template.Cliques {
+		if c != nil && c.Labels[apicommon.LabelKAIQueue] != "" {
+			return c.Labels[apicommon.LabelKAIQueue]
+		}
+	}
+	return ""
 }
