@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -192,11 +193,23 @@ func (e *env) pods(pclq string) []corev1.Pod {
 	return out
 }
 
-func (e *env) podGang(name string) *schedv1alpha1.PodGang {
-	e.t.Helper()
+// podGang reads a PodGang; t is the test or, inside eventually, its CollectT.
+func (e *env) podGang(t require.TestingT, name string) *schedv1alpha1.PodGang {
 	pg := &schedv1alpha1.PodGang{}
-	require.NoError(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, pg))
+	require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, pg))
 	return pg
+}
+
+// update re-reads obj and applies mutate until the write does not conflict.
+func (e *env) update(obj client.Object, mutate func()) {
+	e.t.Helper()
+	require.NoError(e.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return e.c.Update(e.ctx, obj)
+	}))
 }
 
 // scale sets spec.replicas of a PodCliqueSet, PodCliqueScalingGroup or PodClique through its
