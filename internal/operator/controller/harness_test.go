@@ -2,10 +2,10 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,18 +83,24 @@ func operatorConfig() *configv1alpha1.OperatorConfiguration {
 	return cfg
 }
 
-// newEnv makes a namespace and runs the operator's controllers (the same setup as the binary)
-// in-process, watching only that namespace, until the test ends.
-func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration)) *env {
+// newNamespace makes a namespace and a direct client, without an operator.
+func newNamespace(t *testing.T) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the control plane")
 	}
 	t.Parallel()
-	s := scheme(t)
-	c, err := client.New(cluster.Shared.Config, client.Options{Scheme: s})
+	c, err := client.New(cluster.Shared.Config, client.Options{Scheme: scheme(t)})
 	require.NoError(t, err)
-	ns := cluster.Shared.TestNamespace(t)
+	return &env{t: t, ctx: context.Background(), c: c, ns: cluster.Shared.TestNamespace(t)}
+}
+
+// newEnv makes a namespace and runs the operator's controllers (the same setup as the binary)
+// in-process, watching only that namespace, until the test ends.
+func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration)) *env {
+	t.Helper()
+	e := newNamespace(t)
+	s, ns := e.c.Scheme(), e.ns
 	cfg := operatorConfig()
 	for _, m := range mutate {
 		m(cfg)
@@ -123,7 +129,7 @@ func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration))
 			t.Error("manager did not stop")
 		}
 	})
-	return &env{t: t, ctx: context.Background(), c: c, ns: ns}
+	return e
 }
 
 func podSpec() corev1.PodSpec {
@@ -217,10 +223,14 @@ func (e *env) update(obj client.Object, mutate func()) {
 func (e *env) scale(obj client.Object, replicas int32) {
 	e.t.Helper()
 	obj.SetNamespace(e.ns)
-	s := &autoscalingv1.Scale{}
-	require.NoError(e.t, e.c.SubResource("scale").Get(e.ctx, obj, s))
-	s.Spec.Replicas = replicas
-	require.NoError(e.t, e.c.SubResource("scale").Update(e.ctx, obj, client.WithSubResourceBody(s)))
+	require.NoError(e.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &autoscalingv1.Scale{}
+		if err := e.c.SubResource("scale").Get(e.ctx, obj, s); err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		return e.c.SubResource("scale").Update(e.ctx, obj, client.WithSubResourceBody(s))
+	}))
 }
 
 // node creates a Ready Node for binding pods (no kubelet: bound pods stay Pending).
@@ -231,6 +241,19 @@ func (e *env) node() string {
 	n.Annotations = nil // not a kwok node: nothing runs the pods
 	require.NoError(e.t, e.c.Create(e.ctx, n))
 	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), n) })
+	return name
+}
+
+var kwokOnce = sync.OnceValue(func() error { return cluster.Shared.StartKwok(context.Background()) })
+
+// kwokNode creates a Node that kwok runs pods on: bound pods become Running and Ready, deleted
+// ones go away.
+func (e *env) kwokNode() string {
+	e.t.Helper()
+	require.NoError(e.t, kwokOnce())
+	name := "kwok-" + rand.String(8)
+	require.NoError(e.t, e.c.Create(e.ctx, cluster.FakeNode(name, nil, map[corev1.ResourceName]string{"cpu": "64", "memory": "256Gi"})))
+	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
 	return name
 }
 
@@ -260,5 +283,3 @@ func (e *env) eventually(check func(c *assert.CollectT), msgAndArgs ...any) {
 	e.t.Helper()
 	require.EventuallyWithT(e.t, check, waitFor, tick, msgAndArgs...)
 }
-
-var errNotYet = errors.New("not yet")
