@@ -104,6 +104,7 @@ func TestScalePodClique(t *testing.T) {
 		var hostnames []string
 		for _, p := range pods {
 			hostnames = append(hostnames, p.Spec.Hostname)
+			assert.False(c, gated(&p), "ungated before a scheduler may bind it")
 		}
 		assert.Equal(c, []string{"pc-0-router-0", "pc-0-router-1", "pc-0-router-2", "pc-0-router-3"}, hostnames)
 		assert.Equal(c, podNames(pods), refNames(e.podGang(c, "pc-0").Spec.PodGroups[0]))
