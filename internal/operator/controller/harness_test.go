@@ -34,6 +34,7 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend"
 	"github.com/ai-dynamo/grove/pkg/backend/factories"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller"
@@ -95,15 +96,30 @@ func newNamespace(t *testing.T) *env {
 	return &env{t: t, ctx: context.Background(), c: c, ns: cluster.Shared.TestNamespace(t)}
 }
 
+// envOption adjusts the operator a test runs.
+type envOption func(cfg *configv1alpha1.OperatorConfiguration, backends map[configv1alpha1.SchedulerName]backend.Factory)
+
+// withConfig changes the operator configuration.
+func withConfig(mutate func(*configv1alpha1.OperatorConfiguration)) envOption {
+	return func(cfg *configv1alpha1.OperatorConfiguration, _ map[configv1alpha1.SchedulerName]backend.Factory) { mutate(cfg) }
+}
+
+// withBackend replaces the factory of one scheduler backend.
+func withBackend(name configv1alpha1.SchedulerName, f backend.Factory) envOption {
+	return func(_ *configv1alpha1.OperatorConfiguration, backends map[configv1alpha1.SchedulerName]backend.Factory) {
+		backends[name] = f
+	}
+}
+
 // newEnv makes a namespace and runs the operator's controllers (the same setup as the binary)
 // in-process, watching only that namespace, until the test ends.
-func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration)) *env {
+func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	e := newNamespace(t)
 	s, ns := e.c.Scheme(), e.ns
-	cfg := operatorConfig()
-	for _, m := range mutate {
-		m(cfg)
+	cfg, backends := operatorConfig(), factories.All()
+	for _, o := range opts {
+		o(cfg, backends)
 	}
 	mgr, err := ctrl.NewManager(cluster.Shared.Config, ctrl.Options{
 		Scheme:                 s,
@@ -114,7 +130,7 @@ func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration))
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry, err := factories.NewRegistry(cfg.Scheduler)
+	registry, err := backend.NewRegistry(cfg.Scheduler, backends)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, controller.SetupWithManager(ctx, mgr, cfg, registry, controller.Options{SkipNameValidation: true}))

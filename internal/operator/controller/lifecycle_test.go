@@ -147,3 +147,39 @@ func TestUnknownSchedulerCreatesNoPods(t *testing.T) {
 	})
 	assert.Empty(t, e.pods(""))
 }
+
+// TestForeignObjectsAreLeftAlone: objects that carry a PodCliqueSet's labels but are not
+// controlled by it (a user's Service, a pod someone made by hand) survive reconciles and
+// scale-in, and a stray pod never joins a PodGang.
+func TestForeignObjectsAreLeftAlone(t *testing.T) {
+	e := newEnv(t)
+	labels := map[string]string{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: "mine",
+		apicommon.LabelComponentKey: apicommon.ComponentHeadlessService, apicommon.LabelPodCliqueSetReplicaIndex: "1"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "mine-1", Labels: labels},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}}
+	e.create(svc)
+	stray := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "stray", Labels: map[string]string{
+		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: "mine",
+		apicommon.LabelPodClique: "mine-0-a", apicommon.LabelPodGang: "mine-0",
+	}}, Spec: podSpec()}
+	e.create(stray)
+
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "mine"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("a", 2)}}}}
+	pcs.Spec.Template.Cliques[0].Spec.MinAvailable = ptrInt32(1)
+	e.create(pcs)
+	e.eventually(func(c *assert.CollectT) {
+		pg := e.podGang(c, "mine-0")
+		assert.Len(c, pg.Spec.PodGroups[0].PodReferences, 2)
+		assert.NotContains(c, refNames(pg.Spec.PodGroups[0]), "stray")
+		assert.Len(c, e.pods("mine-0-a"), 3, "two of ours and the stray one")
+		assert.ElementsMatch(c, []string{"mine-0", "mine-1"}, e.names(&corev1.ServiceList{}))
+	})
+	e.scale(&corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: "mine-0-a"}}, 1)
+	e.eventually(func(c *assert.CollectT) {
+		assert.Len(c, refNames(e.podGang(c, "mine-0").Spec.PodGroups[0]), 1)
+	})
+	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(stray), &corev1.Pod{}), "the stray pod survives scale-in")
+	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}), "the user's Service survives")
+}

@@ -119,9 +119,9 @@ func TestTopologyTranslationAndConditionLifecycle(t *testing.T) {
 // created at start-up and kept equal to the configuration.
 func TestManagedClusterTopologies(t *testing.T) {
 	name := "managed-" + rand.String(6)
-	e := newEnv(t, func(cfg *configv1alpha1.OperatorConfiguration) {
+	e := newEnv(t, withConfig(func(cfg *configv1alpha1.OperatorConfiguration) {
 		cfg.TopologyAwareScheduling.Profiles = []configv1alpha1.TopologyProfile{{Name: name, Levels: levels("zone", "host")}}
-	})
+	}))
 	t.Cleanup(func() {
 		_ = e.c.Delete(e.ctx, &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
