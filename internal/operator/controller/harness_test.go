@@ -101,7 +101,9 @@ type envOption func(cfg *configv1alpha1.OperatorConfiguration, backends map[conf
 
 // withConfig changes the operator configuration.
 func withConfig(mutate func(*configv1alpha1.OperatorConfiguration)) envOption {
-	return func(cfg *configv1alpha1.OperatorConfiguration, _ map[configv1alpha1.SchedulerName]backend.Factory) { mutate(cfg) }
+	return func(cfg *configv1alpha1.OperatorConfiguration, _ map[configv1alpha1.SchedulerName]backend.Factory) {
+		mutate(cfg)
+	}
 }
 
 // withBackend replaces the factory of one scheduler backend.
