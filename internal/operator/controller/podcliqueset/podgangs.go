@@ -194,7 +194,14 @@ func (c *podGangs) updateInitialized(ctx context.Context, pg *schedv1alpha1.PodG
 }
 
 func (c *podGangs) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	owned, err := listOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	if err != nil {
+		return err
+	}
+	for _, pg := range owned {
+		c.r.forgetPodGang(pg.GetUID())
+	}
+	return deleteUnwanted(ctx, c.r.Client, owned, nil)
 }
 
 func annotationOf(pg *schedv1alpha1.PodGang) map[string]string {
