@@ -96,6 +96,13 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
+	registry, err := newBackendRegistry(cfg)
+	if err != nil {
+		return err
+	}
+	if err := setupWebhooks(ctx, mgr, cfg, registry); err != nil {
+		return err
+	}
 	log.Info("starting grove-operator", "schedulerProfiles", cfg.Scheduler.Profiles, "defaultScheduler", cfg.Scheduler.DefaultProfileName)
 	return mgr.Start(ctx)
 }

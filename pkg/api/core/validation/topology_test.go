@@ -49,7 +49,9 @@ func TestValidateTopologyConstraints(t *testing.T) {
 		memberTC = "spec.template.cliques[1].topologyConstraint"
 		aloneTC  = "spec.template.cliques[0].topologyConstraint"
 	)
-	type constraints struct{ pcs, group, member, standalone *corev1alpha1.TopologyConstraint }
+	type constraints struct {
+		pcs, group, member, standalone *corev1alpha1.TopologyConstraint
+	}
 	cases := []struct {
 		name         string
 		tcs          constraints
