@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -33,6 +34,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// Fuzzing (go test -fuzz) needs no control plane, and every fuzz worker runs TestMain.
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run())
+	}
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
 	os.Exit(cluster.RunShared(m, cluster.Options{WithoutControllerManager: true}))
 }
 
