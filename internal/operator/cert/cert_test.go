@@ -183,7 +183,9 @@ func TestSyncRotatesTheServingCertificateWithinTheLookahead(t *testing.T) {
 func TestSyncRotatesTheCAAndKeepsTrustingTheOldOne(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	require.NoError(t, f.provisioner(t, func(o *Options) { o.CAValidity, o.CertValidity, o.RotationLookahead = 2*time.Hour, time.Hour, 30*time.Minute }).Sync(ctx))
+	require.NoError(t, f.provisioner(t, func(o *Options) {
+		o.CAValidity, o.CertValidity, o.RotationLookahead = 2*time.Hour, time.Hour, 30*time.Minute
+	}).Sync(ctx))
 	before := f.requireConsistent(t)
 	oldCA, err := parseCerts(before.Data[common.WebhookSecretKeyCABundle])
 	require.NoError(t, err)

@@ -92,8 +92,11 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	caPEM, err := webhooktest.WriteServingCert(certDir, net.IPv4(127, 0, 0, 1))
+	ca, err := webhooktest.NewCA()
 	if err != nil {
+		return nil, err
+	}
+	if _, err := ca.WriteServingCert(certDir, net.IPv4(127, 0, 0, 1)); err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cluster.Shared.Config, ctrl.Options{
@@ -125,7 +128,7 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := webhooktest.Install(ctx, c, "https://127.0.0.1:"+strconv.Itoa(port), caPEM); err != nil {
+	if err := webhooktest.Install(ctx, c, "https://127.0.0.1:"+strconv.Itoa(port), ca.PEM); err != nil {
 		return nil, err
 	}
 	probeNS := "webhook-probe"

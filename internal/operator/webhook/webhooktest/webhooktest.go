@@ -182,29 +182,33 @@ func ProbePodCliqueSet(namespace string) *corev1alpha1.PodCliqueSet {
 	}
 }
 
-// WriteServingCert writes tls.crt and tls.key for ip, signed by a new CA, into dir (as
-// cert-manager would mount them) and returns the CA certificate in PEM.
-func WriteServingCert(dir string, ip net.IP) ([]byte, error) {
+// CA issues serving certificates as an external issuer (cert-manager) would.
+type CA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	// PEM is the CA certificate, the caBundle to register.
+	PEM []byte
+}
+
+// NewCA creates a CA valid for a day.
+func NewCA() (*CA, error) {
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	caTpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTpl, caTpl, caKey.Public(), caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, key.Public(), key)
 	if err != nil {
 		return nil, err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteServingCertSignedBy(dir, ip, caCert, caKey); err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
 }
 
 var serial struct {
@@ -212,32 +216,37 @@ var serial struct {
 	next int64
 }
 
-// WriteServingCertSignedBy writes a new tls.crt and tls.key for ip signed by ca into dir.
-func WriteServingCertSignedBy(dir string, ip net.IP, ca *x509.Certificate, caKey *ecdsa.PrivateKey) error {
+// WriteServingCert writes a new tls.crt and tls.key for ip into dir and returns the
+// certificate.
+func (ca *CA) WriteServingCert(dir string, ip net.IP) (*x509.Certificate, error) {
 	serial.Lock()
 	serial.next++
 	n := serial.next + 100
 	serial.Unlock()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := time.Now()
 	tpl := &x509.Certificate{SerialNumber: big.NewInt(n), Subject: pkix.Name{CommonName: ip.String()},
 		IPAddresses: []net.IP{ip}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, ca, key.Public(), caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	return cert, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 }
 
 // ServedCertificate returns the leaf certificate the TLS server at addr presents.
