@@ -104,7 +104,11 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	if err != nil {
 		return err
 	}
+	// Controllers first: they initialise the backends the webhooks validate with.
 	if err := setupControllers(ctx, mgr, cfg, registry); err != nil {
+		return err
+	}
+	if err := setupWebhooks(ctx, mgr, cfg, registry); err != nil {
 		return err
 	}
 	log.Info("starting grove-operator", "schedulerProfiles", cfg.Scheduler.Profiles, "defaultScheduler", cfg.Scheduler.DefaultProfileName)
