@@ -2,9 +2,9 @@ package framework
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
