@@ -183,3 +183,31 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(stray), &corev1.Pod{}), "the stray pod survives scale-in")
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(svc), &corev1.Service{}), "the user's Service survives")
 }
+
+// TestFinishedPodIsReplaced: a pod that failed (evicted, say) no longer counts: the PodClique
+// creates a replacement with a new index and the PodGang swaps the references.
+func TestFinishedPodIsReplaced(t *testing.T) {
+	e := newEnv(t)
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "evict"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("a", 2)}}}}
+	e.create(pcs)
+	e.eventually(func(c *assert.CollectT) { assert.Len(c, refNames(e.podGang(c, "evict-0").Spec.PodGroups[0]), 2) })
+
+	failed := e.pods("evict-0-a")[0]
+	failed.Status.Phase = corev1.PodFailed
+	failed.Status.Reason = "Evicted"
+	require.NoError(t, e.c.Status().Update(e.ctx, &failed))
+	e.eventually(func(c *assert.CollectT) {
+		var replacement []string
+		for _, p := range e.pods("evict-0-a") {
+			if p.Status.Phase != corev1.PodFailed {
+				replacement = append(replacement, p.Spec.Hostname)
+			}
+		}
+		assert.Equal(c, []string{"evict-0-a-1", "evict-0-a-2"}, replacement, "the failed pod keeps index 0 until it is gone")
+		refs := refNames(e.podGang(c, "evict-0").Spec.PodGroups[0])
+		assert.Len(c, refs, 2)
+		assert.NotContains(c, refs, failed.Name)
+	})
+}

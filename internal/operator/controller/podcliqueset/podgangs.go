@@ -90,7 +90,7 @@ func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, err
 	refs := make([]podRef, 0, len(pods.Items))
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if common.IsTerminating(p) || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		if !common.IsActive(p) {
 			continue
 		}
 		// Only pods their PodClique controls count; a stray pod with our labels is ignored.
