@@ -85,6 +85,11 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	if err != nil {
 		return err
 	}
+	// Fail on the configuration before touching the cluster.
+	registry, err := newBackendRegistry(cfg)
+	if err != nil {
+		return err
+	}
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
@@ -98,10 +103,6 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	registry, err := newBackendRegistry(cfg)
-	if err != nil {
 		return err
 	}
 	// Controllers first: they initialise the backends the webhooks validate with.

@@ -80,7 +80,7 @@ func start(t *testing.T, cfg *configv1alpha1.OperatorConfiguration, caBundle []b
 
 	mgr, err := ctrl.NewManager(cluster.Shared.Config, ManagerOptions(cfg, scheme))
 	require.NoError(t, err)
-	registry, err := webhooktest.Registry()
+	registry, err := newBackendRegistry(cfg)
 	require.NoError(t, err)
 	require.NoError(t, setupWebhooks(ctx, mgr, cfg, registry, certOpts...))
 	done := make(chan error, 1)
@@ -194,7 +194,7 @@ func TestManualModeWithoutMountedCertificatesFailsFast(t *testing.T) {
 	require.NoError(t, err)
 	mgr, err := ctrl.NewManager(cluster.Shared.Config, ManagerOptions(cfg, scheme))
 	require.NoError(t, err)
-	registry, err := webhooktest.Registry()
+	registry, err := newBackendRegistry(cfg)
 	require.NoError(t, err)
 	err = setupWebhooks(context.Background(), mgr, cfg, registry)
 	require.ErrorContains(t, err, filepath.Join(cfg.Server.Webhooks.ServerCertDir, "tls.crt"))

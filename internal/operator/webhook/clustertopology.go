@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -29,6 +31,10 @@ func (v *ClusterTopologyValidator) ValidateCreate(_ context.Context, ct *corev1a
 
 // ValidateUpdate admits a change to a ClusterTopology.
 func (v *ClusterTopologyValidator) ValidateUpdate(_ context.Context, oldCT, newCT *corev1alpha1.ClusterTopology) (admission.Warnings, error) {
+	// Metadata-only changes (the controller's finalizer) and deletions are never blocked.
+	if newCT.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldCT.Spec, newCT.Spec) {
+		return nil, nil
+	}
 	return nil, admissionError(kindClusterTopology, newCT.Name, validation.ValidateClusterTopologyUpdate(newCT, oldCT, v.topologyAwareSchedulers()))
 }
 

@@ -108,7 +108,7 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	registry, err := webhooktest.Registry()
+	registry, err := webhooktest.Registry(ctx, mgr.GetClient())
 	if err != nil {
 		return nil, err
 	}

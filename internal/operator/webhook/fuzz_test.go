@@ -81,7 +81,7 @@ func FuzzValidatePodCliqueSet(f *testing.F) {
 	}
 	f.Add([]byte(`{"spec":{"template":{"cliques":[null,{}],"podCliqueScalingGroups":[{"cliqueNames":[""]}]}}}`), []byte(`{}`))
 
-	registry, err := webhooktest.Registry()
+	registry, err := webhooktest.Registry(context.Background(), nil)
 	require.NoError(f, err)
 	validators := []*webhook.PodCliqueSetValidator{
 		{Reader: topologies{}, Backends: registry, TopologyAwareScheduling: true},

@@ -1,17 +1,28 @@
 package webhook_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/ai-dynamo/grove/e2e/cluster"
 
 	"github.com/ai-dynamo/grove/internal/operator/webhook"
 	"github.com/ai-dynamo/grove/internal/operator/webhook/webhooktest"
@@ -60,7 +71,7 @@ func TestManifestsDeclareTheServedWebhooks(t *testing.T) {
 		Scheme: newScheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	require.NoError(t, err)
-	registry, err := webhooktest.Registry()
+	registry, err := webhooktest.Registry(context.Background(), nil)
 	require.NoError(t, err)
 	require.NoError(t, webhook.Register(mgr, webhook.Options{Backends: registry, Reader: mgr.GetAPIReader()}))
 	for _, d := range got {
@@ -71,4 +82,33 @@ func TestManifestsDeclareTheServedWebhooks(t *testing.T) {
 	rec := httptest.NewRecorder()
 	mgr.GetWebhookServer().WebhookMux().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/not-a-webhook", strings.NewReader("")))
 	assert.Equal(t, http.StatusNotFound, rec.Code, "the mux answers unknown paths with 404")
+}
+
+// TestOperatorMayInjectIntoItsWebhookConfigurations keeps the ClusterRole's resourceNames in
+// step with the configurations the certificate provisioner updates.
+func TestOperatorMayInjectIntoItsWebhookConfigurations(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "operator.yaml"))
+	require.NoError(t, err)
+	var names []string
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if err != nil {
+			break
+		}
+		role := &rbacv1.ClusterRole{}
+		require.NoError(t, sigsyaml.Unmarshal(doc, role))
+		if role.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, admissionregistrationv1.GroupName) && slices.Contains(r.Verbs, "update") {
+				assert.ElementsMatch(t, []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}, r.Resources)
+				names = append(names, r.ResourceNames...)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{common.MutatingWebhookConfigurationName, common.ValidatingWebhookConfigurationName}, names)
 }

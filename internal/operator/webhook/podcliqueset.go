@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +53,11 @@ func (v *PodCliqueSetValidator) ValidateCreate(ctx context.Context, pcs *corev1a
 
 // ValidateUpdate admits a change to a PodCliqueSet.
 func (v *PodCliqueSetValidator) ValidateUpdate(ctx context.Context, oldPCS, newPCS *corev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+	// Finalizer, label and annotation changes, and anything during deletion, must never be
+	// blocked: an object admitted under older rules would otherwise be stuck.
+	if newPCS.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldPCS.Spec, newPCS.Spec) {
+		return nil, nil
+	}
 	warnings, errs := validation.ValidatePodCliqueSetUpdate(newPCS, oldPCS)
 	bw, berrs := v.validateBackend(ctx, newPCS, errs)
 	return append(warnings, bw...), admissionError(kindPodCliqueSet, newPCS.Name, append(errs, berrs...))

@@ -1,7 +1,7 @@
 // Package webhooktest supports tests that run grove-operator's webhooks against a real
 // apiserver: it installs config/webhook/manifests.yaml pointing at a local webhook server,
-// issues certificates for manual mode, and provides stand-in scheduler backends. It is
-// imported by tests only.
+// issues certificates for manual mode, and builds the scheduler backends the tests admit
+// with. It is imported by tests only.
 package webhooktest
 
 import (
