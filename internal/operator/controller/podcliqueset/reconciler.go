@@ -68,7 +68,7 @@ func (s *state) translated() topology.Translated {
 
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
-		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &headlessServices{r},
+		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r},
 		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
 	}
 }

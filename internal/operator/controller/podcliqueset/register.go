@@ -72,6 +72,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&corev1.Service{}, deletion).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, driftOrDeletion).
 		Owns(&corev1.ServiceAccount{}, deletion).
+		Owns(&corev1.Secret{}, deletion).
 		Owns(&rbacv1.Role{}, deletion).
 		Owns(&rbacv1.RoleBinding{}, deletion).
 		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfTopology)).
