@@ -44,6 +44,15 @@ const (
 	ComponentPCSPodClique          = "pcs-podclique"
 	ComponentPCSGPodClique         = "pcsg-podclique"
 	ComponentResourceClaim         = "resource-claim"
+	ComponentStartupWaiterToken    = "startup-waiter-token"
+)
+
+// Startup ordering: pods of a clique that starts after others run the startup waiter
+// (`grove-operator wait-for-cliques`) as their first init container, with the token of the
+// PodCliqueSet's ServiceAccount mounted into that container only.
+const (
+	StartupWaiterContainerName   = "grove-startup-waiter"
+	StartupWaiterTokenVolumeName = "grove-startup-waiter-token"
 )
 
 // Annotations.

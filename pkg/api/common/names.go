@@ -74,6 +74,10 @@ func PodRoleName(pcs string) string { return fmt.Sprintf("grove.io:pcs:%s", pcs)
 // PodRoleBindingName binds PodRoleName to PodServiceAccountName.
 func PodRoleBindingName(pcs string) string { return fmt.Sprintf("grove.io:pcs:%s", pcs) }
 
+// StartupWaiterTokenSecretName is the Secret holding a token of PodServiceAccountName for the
+// startup waiter init containers of a PodCliqueSet's pods.
+func StartupWaiterTokenSecretName(pcs string) string { return pcs + "-startup-waiter-token" }
+
 // HPAName is the HorizontalPodAutoscaler of a PodClique or PodCliqueScalingGroup.
 func HPAName(target string) string { return target }
 

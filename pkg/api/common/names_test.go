@@ -22,6 +22,7 @@ func TestNames(t *testing.T) {
 		{PodHostname("disagg-0-router", 3), "disagg-0-router-3"},
 		{PodGenerateName("disagg-0-router"), "disagg-0-router-"},
 		{PodRoleName("disagg"), "grove.io:pcs:disagg"},
+		{StartupWaiterTokenSecretName("disagg"), "disagg-startup-waiter-token"},
 		{AllReplicasResourceClaimName("disagg", "gpu"), "disagg-all-gpu"},
 		{PerReplicaResourceClaimName("disagg-0-router", 2, "gpu"), "disagg-0-router-2-gpu"},
 		{KoordinatorPodGroupName("disagg-0", "disagg-0-router"), "disagg-0-disagg-0-router"},

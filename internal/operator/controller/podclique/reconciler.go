@@ -31,6 +31,8 @@ type Reconciler struct {
 	Registry     *backend.Registry
 	Expectations *expectations.Store
 	Recorder     events.EventRecorder
+	// StartupWaiterImage runs `grove-operator wait-for-cliques` in pods with parent PodCliques.
+	StartupWaiterImage string
 }
 
 // Reconcile makes a PodClique's pods match its spec and reports its status.
@@ -139,9 +141,14 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 	for _, c := range pending.Creations {
 		used[c.Index] = true
 	}
+	waiter, waiterVolume, err := r.startupWaiter(ctx, pclq)
+	if err != nil {
+		return err
+	}
 	indices := lowestFreeIndices(used, n)
 	created, err := common.SlowStart(ctx, n, func(ctx context.Context, i int) error {
 		pod := buildPod(pclq, place, indices[i], b)
+		withStartupWaiter(pod, waiter, waiterVolume)
 		if err := r.Client.Create(ctx, pod); err != nil {
 			return err
 		}
