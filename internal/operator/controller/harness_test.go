@@ -90,15 +90,21 @@ func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration))
 		t.Skip("needs the control plane")
 	}
 	t.Parallel()
+	return newEnvOn(t, cluster.Shared, mutate...)
+}
+
+// newEnvOn is newEnv on another control plane.
+func newEnvOn(t *testing.T, cp *cluster.Cluster, mutate ...func(*configv1alpha1.OperatorConfiguration)) *env {
+	t.Helper()
 	s := scheme(t)
-	c, err := client.New(cluster.Shared.Config, client.Options{Scheme: s})
+	c, err := client.New(cp.Config, client.Options{Scheme: s})
 	require.NoError(t, err)
-	ns := cluster.Shared.TestNamespace(t)
+	ns := cp.TestNamespace(t)
 	cfg := operatorConfig()
 	for _, m := range mutate {
 		m(cfg)
 	}
-	mgr, err := ctrl.NewManager(cluster.Shared.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme:                 s,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
