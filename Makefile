@@ -34,10 +34,11 @@ build: ## Build grove-operator and grove-scheduler into bin/ (the e2e framework 
 	$(GO) build -ldflags "$(GROVE_LDFLAGS)" -o $(BIN)/ ./cmd/grove-operator ./cmd/grove-scheduler
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRDs (controller-gen v0.23.0 via go tool).
+generate: ## Regenerate deepcopy code, CRDs and webhook configurations (controller-gen v0.23.0 via go tool).
 	$(GO) tool controller-gen object:headerFile=hack/boilerplate.go.txt paths=./pkg/api/...
 	$(GO) tool controller-gen crd:maxDescLen=0,generateEmbeddedObjectMeta=true,allowDangerousTypes=true \
 		paths=./pkg/api/core/... paths=./pkg/api/scheduler/... output:crd:artifacts:config=config/crd
+	$(GO) tool controller-gen webhook paths=./internal/operator/webhook/... output:webhook:artifacts:config=config/webhook
 	@gofmt -w pkg/api
 
 .PHONY: verify

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(pkg/api config/crd)
+generated=(pkg/api config/crd config/webhook)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

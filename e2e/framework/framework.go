@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -224,7 +225,7 @@ func (e *Env) registerWebhooks(ctx context.Context) error {
 				path, _, _ := unstructured.NestedString(h, "clientConfig", "service", "path")
 				h["clientConfig"] = map[string]any{
 					"url":      fmt.Sprintf("https://127.0.0.1:%d%s", e.webhookPort, path),
-					"caBundle": e.webhookCA,
+					"caBundle": base64.StdEncoding.EncodeToString(e.webhookCA),
 				}
 				hooks[i] = h
 			}

@@ -7,7 +7,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
 // TestLocalGroveRunsAndSchedules starts the whole local stack and checks that grove-scheduler,
@@ -43,4 +48,29 @@ func TestLocalGroveRunsAndSchedules(t *testing.T) {
 		}
 		return got.Spec.NodeName != "" && got.Status.Phase == corev1.PodRunning
 	}, time.Minute, 200*time.Millisecond, "grove-scheduler did not bind the pod or kwok did not run it")
+
+	// The operator process serves its webhooks: an invalid PodCliqueSet is refused with a field path.
+	bad := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns}}
+	bad.Spec.Replicas = 1
+	bad.Spec.Template.Cliques = []*corev1alpha1.PodCliqueTemplateSpec{
+		{Name: "a", Spec: corev1alpha1.PodCliqueSpec{RoleName: "r", Replicas: 1, PodSpec: pod.Spec}},
+		{Name: "b", Spec: corev1alpha1.PodCliqueSpec{RoleName: "r", Replicas: 1, PodSpec: pod.Spec}},
+	}
+	err = env.Client.Create(ctx, bad)
+	require.Error(t, err)
+	require.True(t, apierrors.IsInvalid(err), "want 422 from the webhook, got %v", err)
+	require.Contains(t, err.Error(), "spec.template.cliques[1]")
+
+	// ... and reconciles a valid one into pods.
+	good := bad.DeepCopy()
+	good.Name = "good"
+	good.Spec.Template.Cliques[1].Spec.RoleName = "s"
+	require.NoError(t, env.Client.Create(ctx, good))
+	require.Eventually(t, func() bool {
+		var pods corev1.PodList
+		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{common.LabelPartOfKey: "good"}); err != nil {
+			return false
+		}
+		return len(pods.Items) == 2
+	}, time.Minute, 200*time.Millisecond, "grove-operator did not create the PodCliqueSet's pods")
 }

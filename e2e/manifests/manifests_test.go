@@ -54,7 +54,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	assert.Equal(t, 5, kinds["CustomResourceDefinition"])
-	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		assert.NotZero(t, kinds[k], "config/default has no %s", k)
 	}
 

@@ -85,6 +85,11 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	if err != nil {
 		return err
 	}
+	// Fail on the configuration before touching the cluster.
+	registry, err := newBackendRegistry(cfg)
+	if err != nil {
+		return err
+	}
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
@@ -100,11 +105,11 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	registry, err := newBackendRegistry(cfg)
-	if err != nil {
+	// Controllers first: they initialise the backends the webhooks validate with.
+	if err := setupControllers(ctx, mgr, cfg, registry); err != nil {
 		return err
 	}
-	if err := setupControllers(ctx, mgr, cfg, registry); err != nil {
+	if err := setupWebhooks(ctx, mgr, cfg, registry); err != nil {
 		return err
 	}
 	log.Info("starting grove-operator", "schedulerProfiles", cfg.Scheduler.Profiles, "defaultScheduler", cfg.Scheduler.DefaultProfileName)

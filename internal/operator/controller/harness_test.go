@@ -2,10 +2,10 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,6 +34,7 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend"
 	"github.com/ai-dynamo/grove/pkg/backend/factories"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller"
@@ -82,27 +84,61 @@ func operatorConfig() *configv1alpha1.OperatorConfiguration {
 	return cfg
 }
 
-// newEnv makes a namespace and runs the operator's controllers (the same setup as the binary)
-// in-process, watching only that namespace, until the test ends.
-func newEnv(t *testing.T, mutate ...func(*configv1alpha1.OperatorConfiguration)) *env {
+// newNamespace makes a namespace and a direct client, without an operator.
+func newNamespace(t *testing.T) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs the control plane")
 	}
 	t.Parallel()
-	return newEnvOn(t, cluster.Shared, mutate...)
+	return newNamespaceOn(t, cluster.Shared)
 }
 
-// newEnvOn is newEnv on another control plane.
-func newEnvOn(t *testing.T, cp *cluster.Cluster, mutate ...func(*configv1alpha1.OperatorConfiguration)) *env {
+// newNamespaceOn is newNamespace on another control plane.
+func newNamespaceOn(t *testing.T, cp *cluster.Cluster) *env {
 	t.Helper()
-	s := scheme(t)
-	c, err := client.New(cp.Config, client.Options{Scheme: s})
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme(t)})
 	require.NoError(t, err)
-	ns := cp.TestNamespace(t)
-	cfg := operatorConfig()
-	for _, m := range mutate {
-		m(cfg)
+	return &env{t: t, ctx: context.Background(), c: c, ns: cp.TestNamespace(t)}
+}
+
+// envOption adjusts the operator a test runs.
+type envOption func(cfg *configv1alpha1.OperatorConfiguration, backends map[configv1alpha1.SchedulerName]backend.Factory)
+
+// withConfig changes the operator configuration.
+func withConfig(mutate func(*configv1alpha1.OperatorConfiguration)) envOption {
+	return func(cfg *configv1alpha1.OperatorConfiguration, _ map[configv1alpha1.SchedulerName]backend.Factory) {
+		mutate(cfg)
+	}
+}
+
+// withBackend replaces the factory of one scheduler backend.
+func withBackend(name configv1alpha1.SchedulerName, f backend.Factory) envOption {
+	return func(_ *configv1alpha1.OperatorConfiguration, backends map[configv1alpha1.SchedulerName]backend.Factory) {
+		backends[name] = f
+	}
+}
+
+// newEnv makes a namespace and runs the operator's controllers (the same setup as the binary)
+// in-process, watching only that namespace, until the test ends.
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	return startOperator(t, cluster.Shared, newNamespace(t), opts...)
+}
+
+// newEnvOn is newEnv on another control plane (the caller decides about t.Parallel).
+func newEnvOn(t *testing.T, cp *cluster.Cluster, opts ...envOption) *env {
+	t.Helper()
+	return startOperator(t, cp, newNamespaceOn(t, cp), opts...)
+}
+
+// startOperator runs the operator's controllers on cp for the namespace of e.
+func startOperator(t *testing.T, cp *cluster.Cluster, e *env, opts ...envOption) *env {
+	t.Helper()
+	s, ns := e.c.Scheme(), e.ns
+	cfg, backends := operatorConfig(), factories.All()
+	for _, o := range opts {
+		o(cfg, backends)
 	}
 	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
 		Scheme:                 s,
@@ -113,7 +149,7 @@ func newEnvOn(t *testing.T, cp *cluster.Cluster, mutate ...func(*configv1alpha1.
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	registry, err := factories.NewRegistry(cfg.Scheduler)
+	registry, err := backend.NewRegistry(cfg.Scheduler, backends)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, controller.SetupWithManager(ctx, mgr, cfg, registry, controller.Options{SkipNameValidation: true}))
@@ -128,7 +164,7 @@ func newEnvOn(t *testing.T, cp *cluster.Cluster, mutate ...func(*configv1alpha1.
 			t.Error("manager did not stop")
 		}
 	})
-	return &env{t: t, ctx: context.Background(), c: c, ns: ns}
+	return e
 }
 
 func podSpec() corev1.PodSpec {
@@ -198,11 +234,23 @@ func (e *env) pods(pclq string) []corev1.Pod {
 	return out
 }
 
-func (e *env) podGang(name string) *schedv1alpha1.PodGang {
-	e.t.Helper()
+// podGang reads a PodGang; t is the test or, inside eventually, its CollectT.
+func (e *env) podGang(t require.TestingT, name string) *schedv1alpha1.PodGang {
 	pg := &schedv1alpha1.PodGang{}
-	require.NoError(e.t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, pg))
+	require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, pg))
 	return pg
+}
+
+// update re-reads obj and applies mutate until the write does not conflict.
+func (e *env) update(obj client.Object, mutate func()) {
+	e.t.Helper()
+	require.NoError(e.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate()
+		return e.c.Update(e.ctx, obj)
+	}))
 }
 
 // scale sets spec.replicas of a PodCliqueSet, PodCliqueScalingGroup or PodClique through its
@@ -210,10 +258,14 @@ func (e *env) podGang(name string) *schedv1alpha1.PodGang {
 func (e *env) scale(obj client.Object, replicas int32) {
 	e.t.Helper()
 	obj.SetNamespace(e.ns)
-	s := &autoscalingv1.Scale{}
-	require.NoError(e.t, e.c.SubResource("scale").Get(e.ctx, obj, s))
-	s.Spec.Replicas = replicas
-	require.NoError(e.t, e.c.SubResource("scale").Update(e.ctx, obj, client.WithSubResourceBody(s)))
+	require.NoError(e.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := &autoscalingv1.Scale{}
+		if err := e.c.SubResource("scale").Get(e.ctx, obj, s); err != nil {
+			return err
+		}
+		s.Spec.Replicas = replicas
+		return e.c.SubResource("scale").Update(e.ctx, obj, client.WithSubResourceBody(s))
+	}))
 }
 
 // node creates a Ready Node for binding pods (no kubelet: bound pods stay Pending).
@@ -224,6 +276,19 @@ func (e *env) node() string {
 	n.Annotations = nil // not a kwok node: nothing runs the pods
 	require.NoError(e.t, e.c.Create(e.ctx, n))
 	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), n) })
+	return name
+}
+
+var kwokOnce = sync.OnceValue(func() error { return cluster.Shared.StartKwok(context.Background()) })
+
+// kwokNode creates a Node that kwok runs pods on: bound pods become Running and Ready, deleted
+// ones go away.
+func (e *env) kwokNode() string {
+	e.t.Helper()
+	require.NoError(e.t, kwokOnce())
+	name := "kwok-" + rand.String(8)
+	require.NoError(e.t, e.c.Create(e.ctx, cluster.FakeNode(name, nil, map[corev1.ResourceName]string{"cpu": "64", "memory": "256Gi"})))
+	e.t.Cleanup(func() { _ = e.c.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
 	return name
 }
 
@@ -253,5 +318,3 @@ func (e *env) eventually(check func(c *assert.CollectT), msgAndArgs ...any) {
 	e.t.Helper()
 	require.EventuallyWithT(e.t, check, waitFor, tick, msgAndArgs...)
 }
-
-var errNotYet = errors.New("not yet")

@@ -74,7 +74,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
-	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Recorder: recorder}).
+	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient()}).
 		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}

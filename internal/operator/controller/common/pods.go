@@ -12,6 +12,12 @@ import (
 // IsTerminating reports whether the object is being deleted.
 func IsTerminating(obj client.Object) bool { return obj.GetDeletionTimestamp() != nil }
 
+// IsActive reports whether the pod counts towards its PodClique's replicas: not being deleted
+// and not finished (an evicted or completed pod is replaced).
+func IsActive(pod *corev1.Pod) bool {
+	return !IsTerminating(pod) && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded
+}
+
 // IsScheduled reports whether the pod is bound to a node.
 func IsScheduled(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }
 

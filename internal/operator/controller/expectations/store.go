@@ -104,7 +104,8 @@ func (s *Store) Observed(key string, uid types.UID, gone bool) {
 }
 
 // Pending settles the owner's expectations against the pods its cache lists (live[uid] is
-// true for a pod that is not terminating) and returns what is still in flight.
+// true for a pod that still counts: not terminating, not finished) and returns what is still
+// in flight.
 func (s *Store) Pending(key string, live map[types.UID]bool) Pending {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -81,7 +81,9 @@ func buildPod(pclq *corev1alpha1.PodClique, place podPlacement, podIndex int, b 
 	}
 	pod.Spec.Hostname = apicommon.PodHostname(pclq.Name, podIndex)
 	pod.Spec.Subdomain = apicommon.HeadlessServiceName(place.pcsName, place.pcsReplica)
-	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: apicommon.SchedulingGatePodGangPendingCreation})
+	if !common.HasPodGangGate(pod) {
+		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: apicommon.SchedulingGatePodGangPendingCreation})
+	}
 	env := groveEnv(pclq, place)
 	for i := range pod.Spec.Containers {
 		pod.Spec.Containers[i].Env = withEnv(pod.Spec.Containers[i].Env, env)

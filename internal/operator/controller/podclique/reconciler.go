@@ -93,8 +93,8 @@ func (r *Reconciler) syncPods(ctx context.Context, key string, pclq *corev1alpha
 	live := make(map[types.UID]bool, len(pods))
 	var active []*corev1.Pod
 	for _, p := range pods {
-		live[p.UID] = !common.IsTerminating(p)
-		if !common.IsTerminating(p) {
+		live[p.UID] = common.IsActive(p)
+		if common.IsActive(p) {
 			active = append(active, p)
 		}
 	}

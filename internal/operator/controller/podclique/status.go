@@ -34,7 +34,7 @@ func computeStatus(pclq *corev1alpha1.PodClique, pods []*corev1.Pod) corev1alpha
 	templateHash := pclq.Labels[apicommon.LabelPodTemplateHash]
 	var live, ready, scheduled, gated, updated, failing int32
 	for _, p := range pods {
-		if common.IsTerminating(p) {
+		if !common.IsActive(p) {
 			continue
 		}
 		live++

@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,8 +22,7 @@ import (
 
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
 }
 
 // Reconcile makes a scaling group's PodCliques match its replicas and reports its status.

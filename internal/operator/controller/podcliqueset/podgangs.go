@@ -90,7 +90,7 @@ func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, err
 	refs := make([]podRef, 0, len(pods.Items))
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if common.IsTerminating(p) || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		if !common.IsActive(p) {
 			continue
 		}
 		// Only pods their PodClique controls count; a stray pod with our labels is ignored.
@@ -194,7 +194,14 @@ func (c *podGangs) updateInitialized(ctx context.Context, pg *schedv1alpha1.PodG
 }
 
 func (c *podGangs) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	owned, err := listOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	if err != nil {
+		return err
+	}
+	for _, pg := range owned {
+		c.r.forgetPodGang(pg.GetUID())
+	}
+	return deleteUnwanted(ctx, c.r.Client, owned, nil)
 }
 
 func annotationOf(pg *schedv1alpha1.PodGang) map[string]string {

@@ -90,7 +90,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := common.EnsureFinalizer(ctx, r.Client, stored, apicommon.FinalizerPodCliqueSet); err != nil {
 		return reconcile.Result{}, err
 	}
-	st.pcs.ResourceVersion = stored.ResourceVersion
 	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)
 	if err := r.resolveTopology(ctx, st); err != nil {
 		return reconcile.Result{}, err

@@ -39,8 +39,15 @@ func SetDefaultsPodCliqueSet(pcs *PodCliqueSet) {
 		if c == nil {
 			continue
 		}
-		if c.Spec.MinAvailable == nil && c.Spec.Replicas > 0 {
+		// Typed clients send replicas: 0 for an unset field, which the CRD default cannot see.
+		if c.Spec.Replicas == 0 {
+			c.Spec.Replicas = 1
+		}
+		if c.Spec.MinAvailable == nil {
 			c.Spec.MinAvailable = ptr.To(c.Spec.Replicas)
+		}
+		if a := c.Spec.ScaleConfig; a != nil && a.MinReplicas == nil {
+			a.MinReplicas = ptr.To(c.Spec.Replicas)
 		}
 		if c.Spec.RoleName == "" {
 			c.Spec.RoleName = c.Name
@@ -60,6 +67,9 @@ func SetDefaultsPodCliqueSet(pcs *PodCliqueSet) {
 		}
 		if g.MinAvailable == nil {
 			g.MinAvailable = ptr.To[int32](1)
+		}
+		if a := g.ScaleConfig; a != nil && a.MinReplicas == nil {
+			a.MinReplicas = ptr.To(*g.Replicas)
 		}
 	}
 }

@@ -4,6 +4,7 @@ package validation
 
 import (
 	"regexp"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -61,6 +62,38 @@ func ValidateSchedulerReferences(refs []corev1alpha1.SchedulerReference, p *fiel
 			errs = append(errs, field.Duplicate(rp.Child("schedulerName"), r.SchedulerName))
 		}
 		seen[r.SchedulerName] = true
+	}
+	return errs
+}
+
+// ValidateClusterTopology checks a ClusterTopology: its levels, and that its scheduler
+// references name each enabled topology-aware scheduler backend at most once. enabled lists
+// the schedulers that may be referenced.
+func ValidateClusterTopology(ct *corev1alpha1.ClusterTopology, enabled []string) field.ErrorList {
+	return validateClusterTopology(ct, enabled, nil)
+}
+
+// ValidateClusterTopologyUpdate is ValidateClusterTopology for an update: a reference that the
+// old object already had is kept even when its backend has since been disabled, so that
+// unrelated changes to the topology stay possible.
+func ValidateClusterTopologyUpdate(newCT, oldCT *corev1alpha1.ClusterTopology, enabled []string) field.ErrorList {
+	existing := map[string]bool{}
+	for _, r := range oldCT.Spec.SchedulerReferences {
+		existing[r.SchedulerName] = true
+	}
+	return validateClusterTopology(newCT, enabled, existing)
+}
+
+func validateClusterTopology(ct *corev1alpha1.ClusterTopology, enabled []string, tolerated map[string]bool) field.ErrorList {
+	sp := field.NewPath("spec")
+	errs := ValidateTopologyLevels(ct.Spec.Levels, sp.Child("levels"))
+	rp := sp.Child("schedulerReferences")
+	errs = append(errs, ValidateSchedulerReferences(ct.Spec.SchedulerReferences, rp)...)
+	for i, r := range ct.Spec.SchedulerReferences {
+		if r.SchedulerName == "" || slices.Contains(enabled, r.SchedulerName) || tolerated[r.SchedulerName] {
+			continue
+		}
+		errs = append(errs, field.NotSupported(rp.Index(i).Child("schedulerName"), r.SchedulerName, enabled))
 	}
 	return errs
 }

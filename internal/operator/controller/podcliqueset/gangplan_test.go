@@ -1,0 +1,129 @@
+package podcliqueset
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/topology"
+)
+
+func testPCS(replicas int32) *corev1alpha1.PodCliqueSet {
+	clique := func(name string, replicas int32) *corev1alpha1.PodCliqueTemplateSpec {
+		return &corev1alpha1.PodCliqueTemplateSpec{Name: name, Spec: corev1alpha1.PodCliqueSpec{Replicas: replicas}}
+	}
+	pcs := &corev1alpha1.PodCliqueSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: replicas, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			PriorityClassName: "high",
+			Cliques:           []*corev1alpha1.PodCliqueTemplateSpec{clique("router", 1), clique("prefill", 2), clique("decode", 1)},
+			PodCliqueScalingGroupConfigs: []corev1alpha1.PodCliqueScalingGroupConfig{{
+				Name: "w", CliqueNames: []string{"prefill", "decode"}, Replicas: ptr.To[int32](3), MinAvailable: ptr.To[int32](2),
+			}},
+		}},
+	}
+	corev1alpha1.SetDefaultsPodCliqueSet(pcs)
+	return pcs
+}
+
+type gangSummary struct {
+	name, base string
+	groups     []string
+	minimums   []int32
+	complete   bool
+}
+
+func summarize(gangs []plannedGang) []gangSummary {
+	var out []gangSummary
+	for _, g := range gangs {
+		s := gangSummary{name: g.name, base: g.base, complete: g.complete}
+		for _, pg := range g.spec.PodGroups {
+			s.groups = append(s.groups, pg.Name)
+			s.minimums = append(s.minimums, pg.MinReplicas)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestPlanPodGangsFromTheTemplate(t *testing.T) {
+	gangs := planPodGangs(gangPlanInput{pcs: testPCS(2)})
+	assert.Equal(t, []gangSummary{
+		{name: "p-0", groups: []string{"p-0-router", "p-0-w-0-prefill", "p-0-w-0-decode", "p-0-w-1-prefill", "p-0-w-1-decode"}, minimums: []int32{1, 2, 1, 2, 1}},
+		{name: "p-0-w-0", base: "p-0", groups: []string{"p-0-w-2-prefill", "p-0-w-2-decode"}, minimums: []int32{2, 1}},
+		{name: "p-1", groups: []string{"p-1-router", "p-1-w-0-prefill", "p-1-w-0-decode", "p-1-w-1-prefill", "p-1-w-1-decode"}, minimums: []int32{1, 2, 1, 2, 1}},
+		{name: "p-1-w-0", base: "p-1", groups: []string{"p-1-w-2-prefill", "p-1-w-2-decode"}, minimums: []int32{2, 1}},
+	}, summarize(gangs), "nothing exists yet: no gang is complete")
+	for _, g := range gangs {
+		assert.Equal(t, "high", g.spec.PriorityClassName)
+		assert.Nil(t, g.spec.TopologyConstraint)
+		for _, pg := range g.spec.PodGroups {
+			assert.NotNil(t, pg.PodReferences, "podReferences is required: never null")
+		}
+	}
+}
+
+func TestPlanPodGangsFollowsScaleSubresources(t *testing.T) {
+	pcs := testPCS(1)
+	existing := func(name string, replicas, minAvailable int32) *corev1alpha1.PodClique {
+		return &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1alpha1.PodCliqueSpec{Replicas: replicas, MinAvailable: ptr.To(minAvailable)}}
+	}
+	in := gangPlanInput{
+		pcs: pcs,
+		// The router was scaled to 3 through its /scale; the group to 1 replica (below minAvailable).
+		pclqs: map[string]*corev1alpha1.PodClique{
+			"p-0-router": existing("p-0-router", 3, 1), "p-0-w-0-prefill": existing("p-0-w-0-prefill", 2, 2),
+			"p-0-w-0-decode": existing("p-0-w-0-decode", 1, 1),
+		},
+		pcsgs: map[string]*corev1alpha1.PodCliqueScalingGroup{"p-0-w": {Spec: corev1alpha1.PodCliqueScalingGroupSpec{Replicas: 1, MinAvailable: ptr.To[int32](2)}}},
+		pods: map[string]map[string][]string{"p-0": {
+			"p-0-router": {"r-c", "r-a", "r-b"}, "p-0-w-0-prefill": {"pf-2", "pf-1"}, "p-0-w-0-decode": {"d-1"},
+		}},
+	}
+	gangs := planPodGangs(in)
+	require.Len(t, gangs, 1)
+	assert.True(t, gangs[0].complete, "every PodClique exists with all its pods")
+	assert.Equal(t, []schedv1alpha1.NamespacedName{{Namespace: "ns", Name: "r-a"}, {Namespace: "ns", Name: "r-b"}, {Namespace: "ns", Name: "r-c"}},
+		gangs[0].spec.PodGroups[0].PodReferences, "sorted")
+
+	in.pclqs["p-0-router"].Spec.Replicas = 4
+	assert.False(t, planPodGangs(in)[0].complete, "the router wants a fourth pod")
+	in.pclqs["p-0-router"].Spec.Replicas = 3
+	delete(in.pclqs, "p-0-w-0-decode")
+	assert.False(t, planPodGangs(in)[0].complete, "a PodClique does not exist")
+}
+
+func TestPlanPodGangsTopology(t *testing.T) {
+	pcs := testPCS(1)
+	pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "zone"}
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = &corev1alpha1.TopologyConstraint{PackDomain: "rack"}
+	pcs.Spec.Template.Clique("prefill").TopologyConstraint = &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Preferred: "host"}}
+	tr := topology.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}, {Domain: "rack", Key: "r"}, {Domain: "host", Key: "h"}})
+	gangs := planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
+	require.Len(t, gangs, 2)
+	base, scaled := gangs[0], gangs[1]
+
+	assert.Equal(t, "z", base.spec.TopologyConstraint.Required())
+	assert.Equal(t, []schedv1alpha1.TopologyConstraintGroupConfig{
+		{Name: "p-0-w-0", PodGroupNames: []string{"p-0-w-0-prefill", "p-0-w-0-decode"}, TopologyConstraint: tr.ScalingGroups["w"]},
+		{Name: "p-0-w-1", PodGroupNames: []string{"p-0-w-1-prefill", "p-0-w-1-decode"}, TopologyConstraint: tr.ScalingGroups["w"]},
+	}, base.spec.TopologyConstraintGroupConfigs, "one entry per group replica in the base gang")
+	assert.Nil(t, base.spec.PodGroups[0].TopologyConstraint, "router has no constraint")
+	assert.Equal(t, "h", base.spec.PodGroups[1].TopologyConstraint.Preferred(), "clique constraint on its PodGroup")
+
+	assert.Equal(t, "r", scaled.spec.TopologyConstraint.Required(), "a scaled gang takes the group's constraint")
+	assert.Empty(t, scaled.spec.TopologyConstraintGroupConfigs)
+	assert.Equal(t, "h", scaled.spec.PodGroups[0].TopologyConstraint.Preferred())
+
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = nil
+	tr = topology.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}})
+	gangs = planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
+	assert.Equal(t, "z", gangs[1].spec.TopologyConstraint.Required(), "without its own, a scaled gang takes the PodCliqueSet's")
+	assert.Nil(t, gangs[0].spec.PodGroups[1].TopologyConstraint, "host is not a level: dropped")
+}

@@ -1,0 +1,92 @@
+package webhook
+
+import (
+	"context"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/api/core/validation"
+	"github.com/ai-dynamo/grove/pkg/backend"
+)
+
+const kindPodCliqueSet = "PodCliqueSet"
+
+// +kubebuilder:webhook:path=/mutate-grove-io-v1alpha1-podcliqueset,mutating=true,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=podcliquesets,verbs=create;update,versions=v1alpha1,name=pcs.defaulting.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system
+
+// PodCliqueSetDefaulter applies corev1alpha1.SetDefaultsPodCliqueSet.
+type PodCliqueSetDefaulter struct{}
+
+var _ admission.Defaulter[*corev1alpha1.PodCliqueSet] = PodCliqueSetDefaulter{}
+
+// Default fills what the user left out.
+func (PodCliqueSetDefaulter) Default(_ context.Context, pcs *corev1alpha1.PodCliqueSet) error {
+	corev1alpha1.SetDefaultsPodCliqueSet(pcs)
+	return nil
+}
+
+// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-podcliqueset,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=podcliquesets,verbs=create;update,versions=v1alpha1,name=pcs.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system
+
+// PodCliqueSetValidator admits PodCliqueSets: the object's own rules, topology constraints
+// against their ClusterTopology (on create; constraints are immutable afterwards), and the
+// scheduler backend all cliques resolve to.
+type PodCliqueSetValidator struct {
+	Reader                  client.Reader
+	Backends                *backend.Registry
+	TopologyAwareScheduling bool
+}
+
+var _ admission.Validator[*corev1alpha1.PodCliqueSet] = &PodCliqueSetValidator{}
+
+// ValidateCreate admits a new PodCliqueSet.
+func (v *PodCliqueSetValidator) ValidateCreate(ctx context.Context, pcs *corev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+	warnings, errs := validation.ValidatePodCliqueSet(pcs)
+	tw, terrs := validation.ValidateTopologyConstraints(pcs, v.TopologyAwareScheduling, v.lookupTopology(ctx))
+	warnings, errs = append(warnings, tw...), append(errs, terrs...)
+	bw, berrs := v.validateBackend(ctx, pcs, errs)
+	return append(warnings, bw...), admissionError(kindPodCliqueSet, pcs.Name, append(errs, berrs...))
+}
+
+// ValidateUpdate admits a change to a PodCliqueSet.
+func (v *PodCliqueSetValidator) ValidateUpdate(ctx context.Context, oldPCS, newPCS *corev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+	// Finalizer, label and annotation changes, and anything during deletion, must never be
+	// blocked: an object admitted under older rules would otherwise be stuck.
+	if newPCS.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldPCS.Spec, newPCS.Spec) {
+		return nil, nil
+	}
+	warnings, errs := validation.ValidatePodCliqueSetUpdate(newPCS, oldPCS)
+	bw, berrs := v.validateBackend(ctx, newPCS, errs)
+	return append(warnings, bw...), admissionError(kindPodCliqueSet, newPCS.Name, append(errs, berrs...))
+}
+
+// ValidateDelete admits every deletion.
+func (v *PodCliqueSetValidator) ValidateDelete(context.Context, *corev1alpha1.PodCliqueSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validateBackend resolves the one scheduler backend of the PodCliqueSet and lets it reject
+// what it cannot honour. Backends see only objects that passed every other check.
+func (v *PodCliqueSetValidator) validateBackend(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, prior field.ErrorList) ([]string, field.ErrorList) {
+	b, errs := v.Backends.ForPodCliqueSet(pcs)
+	if len(errs) > 0 || len(prior) > 0 || b == nil {
+		return nil, errs
+	}
+	return b.ValidatePodCliqueSet(ctx, pcs)
+}
+
+func (v *PodCliqueSetValidator) lookupTopology(ctx context.Context) validation.TopologyLookup {
+	return func(name string) (*corev1alpha1.ClusterTopology, error) {
+		ct := &corev1alpha1.ClusterTopology{}
+		if err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, ct); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		return ct, nil
+	}
+}
