@@ -96,6 +96,7 @@ func newNamespace(t *testing.T) *env {
 	return newNamespaceOn(t, cluster.Shared)
 }
 
+// newNamespaceOn is newNamespace on another control plane.
 func newNamespaceOn(t *testing.T, cl *cluster.Cluster) *env {
 	t.Helper()
 	c, err := client.New(cl.Config, client.Options{Scheme: scheme(t)})
@@ -125,6 +126,14 @@ func withBackend(name configv1alpha1.SchedulerName, f backend.Factory) envOption
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	e := newNamespace(t)
+	e.startOperator(opts...)
+	return e
+}
+
+// newEnvOn is newEnv on another control plane (the caller decides about t.Parallel).
+func newEnvOn(t *testing.T, cp *cluster.Cluster, opts ...envOption) *env {
+	t.Helper()
+	e := newNamespaceOn(t, cp)
 	e.startOperator(opts...)
 	return e
 }

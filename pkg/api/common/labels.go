@@ -119,6 +119,11 @@ const (
 	ReasonInsufficientAvailableReplicas = "InsufficientAvailablePCSGReplicas"
 	ReasonSufficientAvailableReplicas   = "SufficientAvailablePCSGReplicas"
 
+	// Reasons of ConditionGangSchedulingUnavailable on a PodCliqueSet: whether its scheduler
+	// backend can place its PodGangs all-or-nothing in this cluster.
+	ReasonGangSchedulingNotSupported = "GangSchedulingNotSupported"
+	ReasonGangSchedulingSupported    = "GangSchedulingSupported"
+
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"
 	ReasonSchedulerTopologyDrift       = "SchedulerTopologyDrift"

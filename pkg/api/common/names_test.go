@@ -26,6 +26,9 @@ func TestNames(t *testing.T) {
 		{AllReplicasResourceClaimName("disagg", "gpu"), "disagg-all-gpu"},
 		{PerReplicaResourceClaimName("disagg-0-router", 2, "gpu"), "disagg-0-router-2-gpu"},
 		{KoordinatorPodGroupName("disagg-0", "disagg-0-router"), "disagg-0-disagg-0-router"},
+		{WorkloadPodGroupName("disagg-0-workers-0", "disagg-0-workers-1-prefill"), "disagg-0-workers-0-disagg-0-workers-1-prefill"},
+		{WorkloadCompositePodGroupName("disagg-0"), "disagg-0"},
+		{WorkloadGroupConfigCompositePodGroupName("disagg-0", "disagg-0-workers-0"), "disagg-0-disagg-0-workers-0"},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, tc.got)
@@ -47,4 +50,15 @@ func TestShortenLabelValue(t *testing.T) {
 	got := ShortenLabelValue(long)
 	assert.LessOrEqual(t, len(got), 63)
 	assert.NotEqual(t, got, ShortenLabelValue(strings.Repeat("a", 79)+"b"), "different long values stay distinct")
+}
+
+func TestShortenNameKeepsADNSSubdomainLength(t *testing.T) {
+	assert.Equal(t, "disagg-0-router", ShortenName("disagg-0-router"))
+	long := strings.Repeat("a", 300)
+	got := ShortenName(long)
+	assert.Len(t, got, 253)
+	assert.True(t, strings.HasPrefix(got, strings.Repeat("a", 219)+"-h"), got)
+	assert.NotEqual(t, got, ShortenName(strings.Repeat("a", 299)+"b"), "different long names stay distinct")
+	pg := WorkloadPodGroupName(strings.Repeat("g", 200), strings.Repeat("c", 100))
+	assert.LessOrEqual(t, len(pg), 253)
 }
