@@ -67,6 +67,20 @@ const (
 	AnnotationAutoMNNVLEnabled = "enabled"
 )
 
+// grove-scheduler: what it writes on PodGangs.
+const (
+	// SchedulerFieldManager owns the fields grove-scheduler writes in PodGang status.
+	SchedulerFieldManager = "grove-scheduler"
+	// EventReasonGangUnschedulable is the event on a PodGang that cannot be placed, saying why in
+	// gang terms.
+	EventReasonGangUnschedulable = "GangUnschedulable"
+	// EventReasonGangScheduled is the event on a PodGang whose quorum got bound.
+	EventReasonGangScheduled = "GangScheduled"
+	// ReasonUnschedulable is the reason of a False Scheduled condition of a gang that cannot be
+	// placed now.
+	ReasonUnschedulable = "Unschedulable"
+)
+
 // Finalizers.
 const (
 	FinalizerPodCliqueSet          = "grove.io/podcliqueset.grove.io"
