@@ -1,0 +1,80 @@
+package podcliqueset
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+func TestUpdateProgress(t *testing.T) {
+	started := metav1.NewTime(metav1.Now().Add(-60e9)).Rfc3339Copy()
+	inProgress := func(replica int32) *corev1alpha1.PodCliqueSetUpdateProgress {
+		return &corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: started,
+			CurrentlyUpdating: &corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: replica, UpdateStartedAt: started}}
+	}
+	cases := []struct {
+		name         string
+		strategy     corev1alpha1.UpdateStrategyType
+		previousHash string
+		previous     *corev1alpha1.PodCliqueSetUpdateProgress
+		replicas     []replicaUpdate
+		wantCurrent  *int32
+		wantEnded    bool
+		wantRestart  bool
+	}{
+		{name: "a new PodCliqueSet has no update", previousHash: "", replicas: []replicaUpdate{{}, {}}},
+		{name: "a hash change starts with the first replica", previousHash: "old",
+			replicas:    []replicaUpdate{{available: true, settled: true}, {available: true, settled: true}},
+			wantCurrent: ptr.To[int32](0), wantRestart: true},
+		{name: "an unavailable replica goes first", previousHash: "old",
+			replicas:    []replicaUpdate{{available: true, settled: true}, {}},
+			wantCurrent: ptr.To[int32](1), wantRestart: true},
+		{name: "the replica being updated stays until its pods are ready", previousHash: "new", previous: inProgress(0),
+			replicas:    []replicaUpdate{{updated: true, available: true}, {available: true, settled: true}},
+			wantCurrent: ptr.To[int32](0)},
+		{name: "then the next one", previousHash: "new", previous: inProgress(0),
+			replicas:    []replicaUpdate{{updated: true, available: true, settled: true}, {available: true, settled: true}},
+			wantCurrent: ptr.To[int32](1)},
+		{name: "a second change keeps the replica being updated", previousHash: "intermediate", previous: inProgress(1),
+			replicas:    []replicaUpdate{{available: true, settled: true}, {available: true}},
+			wantCurrent: ptr.To[int32](1), wantRestart: true},
+		{name: "ends when every replica is updated", previousHash: "new", previous: inProgress(1),
+			replicas:  []replicaUpdate{{updated: true, available: true, settled: true}, {updated: true, available: true, settled: true}},
+			wantEnded: true},
+		{name: "OnDelete picks no replica", strategy: corev1alpha1.OnDeleteStrategy, previousHash: "old",
+			replicas: []replicaUpdate{{available: true, settled: true}}, wantRestart: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy := tc.strategy
+			if strategy == "" {
+				strategy = corev1alpha1.RollingRecreateStrategy
+			}
+			pcs := &corev1alpha1.PodCliqueSet{Spec: corev1alpha1.PodCliqueSetSpec{Replicas: int32(len(tc.replicas)),
+				UpdateStrategy: &corev1alpha1.PodCliqueSetUpdateStrategy{Type: strategy}}}
+			stored := pcs.DeepCopy()
+			if tc.previousHash != "" {
+				stored.Status.CurrentGenerationHash = ptr.To(tc.previousHash)
+			}
+			stored.Status.UpdateProgress = tc.previous
+			got := updateProgress(&state{pcs: pcs, stored: stored}, "new", func(i int) replicaUpdate { return tc.replicas[i] }, nil, nil)
+			if tc.previousHash == "" {
+				assert.Nil(t, got)
+				return
+			}
+			if assert.NotNil(t, got) {
+				if tc.wantCurrent == nil {
+					assert.Nil(t, got.CurrentlyUpdating)
+				} else if assert.NotNil(t, got.CurrentlyUpdating) {
+					assert.Equal(t, *tc.wantCurrent, got.CurrentlyUpdating.ReplicaIndex)
+				}
+				assert.Equal(t, tc.wantEnded, got.UpdateEndedAt != nil)
+				assert.Equal(t, tc.wantRestart, !got.UpdateStartedAt.Equal(&started), "a new update starts")
+			}
+		})
+	}
+}
