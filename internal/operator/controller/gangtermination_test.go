@@ -271,3 +271,46 @@ func TestGangBreachHealedWithinDelay(t *testing.T) {
 		"replica 0 has not been breached again")
 	assert.Equal(t, 1, e.eventCount("GangTerminated"), "only replica 1")
 }
+
+// TestNoGangTerminationDuringRollingUpdate: a rolling update of replica 0 is held half way (its
+// replacement router cannot be scheduled), so its router stays below minAvailable past
+// terminationDelay; replica 1, not being updated, loses its router a moment later. Replica 1's
+// recreation proves the delay has run out for replica 0 too, which keeps every pod: an update
+// takes pods down on purpose and is never mistaken for a broken gang.
+func TestNoGangTerminationDuringRollingUpdate(t *testing.T) {
+	e := newEnv(t)
+	pcs := gangTerminationPCS(e.ns, "upd", 2, time.Second)
+	e.create(pcs)
+	sched := e.startScheduler(e.kwokNode())
+	e.eventually(func(c *assert.CollectT) {
+		assert.EqualValues(c, 2, e.pcs(c, "upd").Status.AvailableReplicas)
+		assert.Len(c, e.podsOf(c), 14)
+		for _, p := range e.podsOf(c) {
+			assert.True(c, isReady(&p))
+		}
+	})
+	sched.pause(true)
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	// The update of replica 0 goes as far as it can: its router and scaled group replica are
+	// replaced, and the replacements wait for a scheduler.
+	e.eventually(func(c *assert.CollectT) {
+		assert.True(c, e.breached(c, "upd-0-router"), "replica 0's router is below minAvailable")
+		for _, prefix := range []string{"upd-0-router", "upd-0-workers-1-"} {
+			uids := e.podUIDs(c, prefix)
+			assert.NotEmpty(c, uids)
+			for _, name := range uids {
+				pod := &corev1.Pod{}
+				require.NoError(c, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, pod))
+				assert.Equal(c, "v2", pod.Labels["version"], name)
+			}
+		}
+		assert.Len(c, e.podUIDs(c, "upd-0-"), 7)
+	})
+	replica0 := e.podUIDs(t, "upd-0-")
+	e.deletePod(e.pods("upd-1-router")[0].Name)
+
+	e.waitRecreated("upd-1-workers")
+	assert.Equal(t, keys(replica0), keys(e.podUIDs(t, "upd-0-")), "replica 0 keeps exactly its pods")
+	assert.True(t, e.breached(t, "upd-0-router"), "still breached: only the update kept it")
+	assert.Nil(t, condition(e.pcsg(t, "upd-0-workers").Status.Conditions, apicommon.ConditionGangTerminationInProgress))
+}

@@ -68,8 +68,8 @@ func (s *state) requeueAfter(d time.Duration) {
 
 // updatingReplica reports whether a rolling update is replacing the pods of replica i.
 func (s *state) updatingReplica(i int) bool {
-	p := s.stored.Status.UpdateProgress
-	return p != nil && p.UpdateEndedAt == nil && p.CurrentlyUpdating != nil && int(p.CurrentlyUpdating.ReplicaIndex) == i
+	updating, ok := common.ReplicaBeingUpdated(s.stored)
+	return ok && updating == i
 }
 
 type topologyState struct {
