@@ -52,7 +52,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	type replicaState struct {
 		// settled: every pod of every PodClique of the replica is ready.
 		exists, available, updated, settled bool
-		standalone, groups, cliques int
+		standalone, groups, cliques         int
 	}
 	replicas := map[int]*replicaState{}
 	at := func(obj client.Object) *replicaState {
