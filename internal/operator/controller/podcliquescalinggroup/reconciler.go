@@ -56,6 +56,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pcs = pcs.DeepCopy()
 	corev1alpha1.SetDefaultsPodCliqueSet(pcs)
 	syncErr := r.syncMembers(ctx, pcs, pcsg, members)
+	if syncErr == nil {
+		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
+	}
 	statusErr := r.updateStatus(ctx, pcs, pcsg, members)
 	return reconcile.Result{}, errors.Join(syncErr, statusErr)
 }

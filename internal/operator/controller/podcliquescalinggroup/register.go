@@ -23,7 +23,8 @@ const ControllerName = "podcliquescalinggroup"
 // SetupWithManager registers the controller and its watches:
 //   - PodCliqueScalingGroups: spec (replicas via /scale) and deletion;
 //   - their PodCliques: creation, deletion, spec drift and status (replica availability);
-//   - PodCliqueSets: a template change reaches the members.
+//   - PodCliqueSets: a template change reaches the members; a rolling update reaching the
+//     group's replica starts replacing its outdated replicas.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -34,7 +35,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
 			common.StatusChanged[*corev1alpha1.PodClique]{Status: func(p *corev1alpha1.PodClique) any { return p.Status }}))).
 		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.scalingGroupsOf),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, common.ReplicaBeingUpdatedChanged{}))).
 		Complete(r)
 }
 
