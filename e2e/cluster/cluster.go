@@ -39,6 +39,10 @@ type Options struct {
 	BinDir string
 	// WithoutControllerManager skips kube-controller-manager (no garbage collection).
 	WithoutControllerManager bool
+	// ExtraControllers are kube-controller-manager controllers run besides the garbage
+	// collector and the serviceaccount and namespace controllers (e.g.
+	// "podgroup-protection-controller", which lets unused Workload API PodGroups go).
+	ExtraControllers []string
 	// FeatureGates are passed to kube-apiserver and kube-controller-manager.
 	FeatureGates map[string]bool
 	// RuntimeConfig entries are passed to kube-apiserver's --runtime-config.
@@ -52,7 +56,8 @@ type Options struct {
 	WithThirdPartyCRDs bool
 }
 
-// WorkloadAPIFeatureGates serve the scheduling.k8s.io Workload/PodGroup API (v1beta1).
+// WorkloadAPIFeatureGates serve the scheduling.k8s.io Workload/PodGroup API (v1beta1) together
+// with RuntimeConfig "scheduling.k8s.io/v1beta1=true" (beta APIs are off by default).
 var WorkloadAPIFeatureGates = map[string]bool{"GenericWorkload": true}
 
 // Cluster is a running control plane.
@@ -270,7 +275,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 	}
 	args := []string{
 		"--kubeconfig=" + c.KubeconfigPath,
-		"--controllers=garbage-collector-controller,serviceaccount-controller,namespace-controller",
+		"--controllers=" + strings.Join(append([]string{"garbage-collector-controller", "serviceaccount-controller", "namespace-controller"}, c.opts.ExtraControllers...), ","),
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--concurrent-gc-syncs=5",
 	}

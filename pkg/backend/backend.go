@@ -60,6 +60,16 @@ type ReferenceOnlyTopologyBackend interface {
 	ReferenceOnlyTopology()
 }
 
+// GangCapabilityReporter is a backend whose gang semantics depend on what the cluster
+// serves (e.g. default-scheduler without the Workload API). The PodCliqueSet controller reports
+// the answer as the GangSchedulingUnavailable condition of the PodCliqueSets on that backend;
+// a backend that does not implement it always schedules gangs.
+type GangCapabilityReporter interface {
+	// GangSchedulingAvailable tells whether PodGangs are placed all-or-nothing, and explains
+	// how (or why not). It is fixed once Init has run.
+	GangSchedulingAvailable() (available bool, message string)
+}
+
 // DriftResult is the outcome of comparing a backend topology object with a ClusterTopology.
 type DriftResult struct {
 	// Found is false when the referenced object does not exist.

@@ -1,31 +1,72 @@
-// Package gang is grove-scheduler's gang plugin: PodGang quorum before scheduling and an
-// all-or-nothing Permit barrier.
+// Package gang is grove-scheduler's gang plugin: a PodGang's pods are attempted only once its
+// quorum is present, a gang that cannot fit is turned away before any member is assumed, and the
+// members wait at a Permit barrier until every PodGroup has minReplicas members with a node —
+// then they bind together, or none does.
+//
+// The decisions live in pkg/scheduling/ledger (attempts, barrier, back-off) and
+// pkg/scheduling/capacity (whole-gang pre-check); this package wires them to the framework.
 package gang
 
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/clock"
 
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
+	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
 const Name = pluginargs.GangPluginName
 
+const (
+	stateKey fwk.StateKey = "grove.io/" + Name
+	// initialBackoff is the back-off after a gang's first failed attempt; it doubles per
+	// failure up to GangArgs.MaxBackoff.
+	initialBackoff = time.Second
+	// eventInterval is the least time between two events about one unplaceable gang.
+	eventInterval = 5 * time.Minute
+)
+
 // Plugin is the gang plugin.
 type Plugin struct {
+	ctx    context.Context
 	args   pluginargs.GangArgs
 	handle fwk.Handle
+	gangs  *gangcache.Shared
+	ledger *ledger.Ledger
+	status *statusWriter
+	// queueTimes orders gangs in the queue: the PodGang's creation, or its last failed attempt.
+	queueTimes sync.Map
 }
 
-var _ fwk.Plugin = &Plugin{}
+var (
+	_ fwk.QueueSortPlugin   = &Plugin{}
+	_ fwk.PreEnqueuePlugin  = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.PostBindPlugin    = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
 
-// New builds the plugin from its (defaulted) args.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from its (defaulted) args. It does not wait for the PodGang CRD.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*pluginargs.GangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type GangArgs, got %T", obj)
@@ -33,8 +74,422 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err := pluginargs.ValidateGangArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	return &Plugin{args: *args, handle: h}, nil
+	gangs, err := gangcache.For(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{
+		ctx:    ctx,
+		args:   *args,
+		handle: h,
+		gangs:  gangs,
+		ledger: ledger.New(clock.RealClock{}, ledger.Policy{
+			InitialBackoff: min(initialBackoff, args.MaxBackoff.Duration),
+			MaxBackoff:     args.MaxBackoff.Duration,
+			EventInterval:  eventInterval,
+		}),
+	}
+	p.status = newStatusWriter(gangs, p.ledger, h.SharedInformerFactory().Core().V1().Nodes().Lister(), h.EventRecorder())
+	gangs.AddListener(p.onGangEvent)
+	go p.status.run(ctx)
+	return p, nil
 }
 
 // Name returns the plugin name.
 func (p *Plugin) Name() string { return Name }
+
+// cycleState is what PreFilter decided for a member, read by the later extension points.
+type cycleState struct {
+	key, group string
+	epoch      uint64
+	// extra members schedule without waiting at the barrier.
+	extra bool
+}
+
+func (s *cycleState) Clone() fwk.StateData { return s }
+
+func readState(state fwk.CycleState) *cycleState {
+	if state == nil {
+		return nil
+	}
+	data, err := state.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := data.(*cycleState)
+	return s
+}
+
+// Less orders the queue: priority, then gang age (a gang that just failed an attempt queues as
+// if it arrived then, so it does not block others forever), then gang, PodGroup and pod — so the
+// pods of one gang are adjacent and gangs do not interleave.
+func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
+	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
+		return pa > pb
+	}
+	ka, kb := p.queueKey(a), p.queueKey(b)
+	if !ka.time.Equal(kb.time) {
+		return ka.time.Before(kb.time)
+	}
+	if ka.gang != kb.gang {
+		return ka.gang < kb.gang
+	}
+	if ka.group != kb.group {
+		return ka.group < kb.group
+	}
+	return ka.pod < kb.pod
+}
+
+type queueKey struct {
+	time             time.Time
+	gang, group, pod string
+}
+
+func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
+	switch info := e.(type) {
+	case *framework.QueuedPodInfo:
+		pod := info.Pod
+		if key, group, ok := gangcache.GangKey(pod); ok {
+			t := e.GetTimestamp()
+			if v, ok := p.queueTimes.Load(key); ok {
+				t = v.(time.Time)
+			}
+			return queueKey{time: t, gang: key, group: group, pod: pod.Name}
+		}
+		return queueKey{time: e.GetTimestamp(), gang: pod.Namespace + "/" + pod.Name}
+	case *framework.QueuedPodGroupInfo:
+		if info.PodGroup != nil {
+			return queueKey{time: e.GetTimestamp(), gang: info.PodGroup.Namespace + "/" + info.PodGroup.Name}
+		}
+	}
+	return queueKey{time: e.GetTimestamp()}
+}
+
+func (p *Plugin) setQueueTime(key string, t time.Time) { p.queueTimes.Store(key, t) }
+
+// PreEnqueue keeps a member out of the active queue until its PodGang exists and every PodGroup
+// has minReplicas members present and ungated, and while the gang backs off.
+func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	key, group, ok := gangcache.GangKey(pod)
+	if !ok {
+		return nil
+	}
+	p.gangs.AddPodIfMissing(pod)
+	g, found := p.gangs.Get(key)
+	if !found {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGang %s to exist", key))
+	}
+	if _, ok := g.Quorum.Group(group); !ok {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"PodGang %s has no PodGroup %q (the pod's %s label)", key, group, common.LabelPodClique))
+	}
+	if missing := g.Quorum.Missing(); missing != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missing)
+	}
+	if until, reason, backingOff := p.ledger.BackingOff(key); backingOff {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+			"the gang backs off until %s after a failed attempt: %s", until.Format(time.RFC3339), reason))
+	}
+	return nil
+}
+
+// PreFilter admits a member into the gang's attempt. The first member of an attempt checks that
+// the whole remaining quorum fits the cluster — counting what other gangs hold at their barriers,
+// which the scheduler's snapshot already charges to their nodes — before any member is assumed.
+func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfos []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	key, group, ok := gangcache.GangKey(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	g, found := p.gangs.Get(key)
+	if !found {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("PodGang %s does not exist", key))
+	}
+	if missing := g.Quorum.Missing(); missing != "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missing)
+	}
+	v := p.ledger.Admit(key, pod.UID, group, g.Quorum)
+	switch v.Kind {
+	case ledger.BackOff, ledger.Defer:
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
+	case ledger.Proceed:
+		if v.FirstOfAttempt {
+			if reason := p.wholeGangFits(pod, key, group, g.Quorum, nodeInfos); reason != "" {
+				p.unplaceable(key, reason)
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+			}
+		}
+	}
+	state.Write(stateKey, &cycleState{key: key, group: group, epoch: v.Epoch, extra: v.Kind == ledger.Extra})
+	return nil, nil
+}
+
+// wholeGangFits returns why the gang's remaining quorum cannot fit the nodes, or "".
+func (p *Plugin) wholeGangFits(pod *v1.Pod, key, group string, q ledger.Quorum, nodeInfos []fwk.NodeInfo) string {
+	remaining := q.Remaining()
+	var demands capacity.Demands
+	for _, gs := range q {
+		n := remaining[gs.Name]
+		if n == 0 {
+			continue
+		}
+		shape, ok := p.gangs.Shape(key, gs.Name)
+		if gs.Name == group || !ok {
+			shape = capacity.PodShape(pod)
+		}
+		demands = append(demands, capacity.Demand{Group: gs.Name, Shape: shape, Count: int64(n)})
+	}
+	eligible := nodes.EligibilityFor(pod)
+	free := make([]capacity.Resources, 0, len(nodeInfos))
+	for _, ni := range nodeInfos {
+		if eligible(ni.Node()) {
+			free = append(free, capacity.NodeFree(ni))
+		}
+	}
+	var placed int64
+	for _, n := range capacity.Place(free, demands) {
+		placed += n
+	}
+	if placed < demands.Total() {
+		return fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, placed)
+	}
+	return ""
+}
+
+// PreFilterExtensions is not needed: the gang check does not depend on single pods.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// PostFilter runs when a member fits no node. If the gang can no longer reach its quorum in
+// this attempt while members hold nodes, every waiting member is rejected at once and the gang
+// backs off; a gang that holds nothing just stays pending and says why.
+func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	s := readState(state)
+	if s == nil || s.extra {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	g, found := p.gangs.Get(s.key)
+	if !found {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	why := p.whyNoNode(pod, s.group, statuses)
+	if f := p.ledger.NoNode(s.key, s.group, s.epoch, g.Quorum, why); f != nil {
+		p.abandon(s.key, f)
+	} else if g.Quorum.Assumed() == 0 {
+		p.unplaceable(s.key, why)
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable, why)
+}
+
+// whyNoNode phrases a member's failure in gang terms. A topology plugin rejection in PreFilter
+// is already about the whole gang and is passed on as it is.
+func (p *Plugin) whyNoNode(pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) string {
+	var st *fwk.Status
+	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil && len(all) > 0 {
+		st = statuses.Get(all[0].Node().Name)
+	}
+	if st == nil || len(st.Reasons()) == 0 {
+		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group)
+	}
+	if st.Plugin() == pluginargs.TopologyPluginName {
+		return st.Message()
+	}
+	return fmt.Sprintf("pod %s of PodGroup %q fits no node (first node: %s)", pod.Name, group, st.Message())
+}
+
+// Reserve counts the member as holding its node. The first member of an attempt pulls the
+// gang's other pending members into the active queue so the gang is attempted together.
+func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	s := readState(state)
+	if s == nil {
+		return nil
+	}
+	p.gangs.Assume(pod, nodeName)
+	if s.extra {
+		return nil
+	}
+	first, err := p.ledger.Reserve(s.key, s.epoch)
+	if err != nil {
+		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	if first {
+		activateLater(state, p.gangs.Pending(s.key))
+	}
+	return nil
+}
+
+// Unreserve: a member lost its node (Permit timeout, rejection, failed binding). Before the
+// barrier was released that abandons the gang's attempt.
+func (p *Plugin) Unreserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ string) {
+	s := readState(state)
+	if s == nil {
+		return
+	}
+	// How far the gang got is read before the member lets go of its node.
+	g, found := p.gangs.Get(s.key)
+	p.gangs.Forget(pod)
+	if s.extra || !found {
+		return
+	}
+	if f := p.ledger.Lost(s.key, pod.UID, s.epoch, g.Quorum, p.permitTimeout(g)); f != nil {
+		p.abandon(s.key, f)
+	}
+}
+
+// Permit is the gang barrier.
+func (p *Plugin) Permit(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ string) (*fwk.Status, time.Duration) {
+	s := readState(state)
+	if s == nil {
+		return nil, 0
+	}
+	g, found := p.gangs.Get(s.key)
+	if !found {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGang %s was deleted", s.key)), 0
+	}
+	v := p.ledger.Permit(s.key, pod.UID, s.epoch, g.Quorum)
+	switch v.Kind {
+	case ledger.Allow:
+		for _, uid := range v.Release {
+			if wp := p.handle.GetWaitingPod(uid); wp != nil {
+				wp.Allow(Name)
+			}
+		}
+		p.activate(p.gangs.Members(s.key, v.Activate))
+		return nil, 0
+	case ledger.Wait:
+		return fwk.NewStatus(fwk.Wait, "waiting for the rest of the gang: "+g.Quorum.Progress()), p.permitTimeout(g)
+	default:
+		return fwk.NewStatus(fwk.Unschedulable, v.Message), 0
+	}
+}
+
+// PostBind records the binding before the informer shows it, so the gang's counts stay exact.
+func (p *Plugin) PostBind(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if readState(state) != nil {
+		p.gangs.Bind(pod, nodeName)
+	}
+}
+
+// permitTimeout is GangArgs.PermitWaitTimeout unless the PodGang's annotation overrides it.
+func (p *Plugin) permitTimeout(g gangcache.Gang) time.Duration {
+	if v, ok := g.PodGang.Annotations[common.AnnotationPermitWaitTimeout]; ok {
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return min(d, pluginargs.MaxPermitWaitTimeoutSeconds*time.Second)
+		}
+	}
+	return p.args.PermitWaitTimeout.Duration
+}
+
+// abandon rejects every waiting member of a failed attempt at once, backs the gang off and
+// brings it back when the back-off ends.
+func (p *Plugin) abandon(key string, f *ledger.Failure) {
+	for _, uid := range f.Reject {
+		if wp := p.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, f.Reason)
+		}
+	}
+	now := time.Now()
+	p.setQueueTime(key, now)
+	time.AfterFunc(f.Backoff, func() {
+		if p.ctx.Err() == nil {
+			p.activate(p.gangs.Pending(key))
+		}
+	})
+	p.unplaceable(key, f.Reason)
+}
+
+// unplaceable records why the gang is not placed: on its status always, as an event once.
+func (p *Plugin) unplaceable(key, reason string) {
+	if p.ledger.Unplaceable(key, reason) {
+		p.status.event(key, reason)
+	}
+	p.status.enqueue(key)
+}
+
+func (p *Plugin) activate(pods []*v1.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, pod := range pods {
+		m[pod.Namespace+"/"+pod.Name] = pod
+	}
+	p.handle.Activate(klog.FromContext(p.ctx), m)
+}
+
+// activateLater hands pods to the framework to activate at the end of this scheduling cycle.
+func activateLater(state fwk.CycleState, pods []*v1.Pod) {
+	data, err := state.Read(framework.PodsToActivateKey)
+	if err != nil {
+		return
+	}
+	toActivate, ok := data.(*framework.PodsToActivate)
+	if !ok {
+		return
+	}
+	toActivate.Lock()
+	defer toActivate.Unlock()
+	for _, pod := range pods {
+		toActivate.Map[pod.Namespace+"/"+pod.Name] = pod
+	}
+}
+
+// onGangEvent reacts to PodGang and member changes that no scheduler event reports: a quorum
+// that became present and a new or changed PodGang activate the gang's pending members; a
+// deleted PodGang rejects its waiting members.
+func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
+	switch ev {
+	case gangcache.GangChanged:
+		if g, ok := p.gangs.Get(key); ok {
+			if _, seen := p.queueTimes.Load(key); !seen {
+				p.setQueueTime(key, g.PodGang.CreationTimestamp.Time)
+			}
+			if g.Quorum.Missing() == "" {
+				p.activate(p.gangs.Pending(key))
+			}
+		}
+		p.status.enqueue(key)
+	case gangcache.QuorumPresent:
+		p.activate(p.gangs.Pending(key))
+	case gangcache.GangDeleted:
+		for _, uid := range p.ledger.Forget(key) {
+			if wp := p.handle.GetWaitingPod(uid); wp != nil {
+				wp.Reject(Name, fmt.Sprintf("PodGang %s was deleted", key))
+			}
+		}
+		p.queueTimes.Delete(key)
+		p.status.enqueue(key)
+	case gangcache.MembersChanged:
+		p.status.enqueue(key)
+	}
+}
+
+// EventsToRegister lists the cluster events that may make a gang the plugin turned away fit.
+// Membership and PodGang changes are not scheduler events here: the plugin watches them itself
+// and activates the gang's pods (onGangEvent).
+func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A deleted pod frees room a gang lacked.
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.unlessBackingOff},
+		// A new node, or one with more room, new labels or fewer taints, may hold the gang.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: p.unlessBackingOff},
+	}, nil
+}
+
+// unlessBackingOff requeues a gang member unless its gang backs off (the back-off timer brings
+// it back).
+func (p *Plugin) unlessBackingOff(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	key, _, ok := gangcache.GangKey(pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	if _, _, backingOff := p.ledger.BackingOff(key); backingOff {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// SignPod lets the scheduler batch pods: non-members are all alike to this plugin; members are
+// alike within one PodGroup of one gang.
+func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return gangcache.SignFragments(pod), nil
+}

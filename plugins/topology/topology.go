@@ -1,31 +1,66 @@
-// Package topology is grove-scheduler's topology plugin: it packs a gang into one domain of a
-// node-label key, chosen once per gang attempt.
+// Package topology is grove-scheduler's topology plugin: it packs a gang into the domains its
+// PodGang requires — one value of a node-label key shared by the whole gang, a group config or a
+// PodGroup, nested — chosen once per gang attempt as the tightest domain that still holds the
+// gang, and it steers members towards the domain their gang prefers.
+//
+// The domain choice lives in pkg/scheduling/topology; this package wires it to the framework.
+// Which members hold a node (and so pin their gang's domains) is recorded by the gang plugin in
+// the cache both share: the two are enabled together.
 package topology
 
 import (
 	"context"
 	"fmt"
+	"sync"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
 const Name = pluginargs.TopologyPluginName
 
+const stateKey fwk.StateKey = "grove.io/" + Name
+
 // Plugin is the topology plugin.
 type Plugin struct {
 	args   pluginargs.TopologyArgs
 	handle fwk.Handle
+	gangs  *gangcache.Shared
+
+	mu sync.Mutex
+	// plans holds each gang's current placement, reused while its attempt is under way.
+	plans map[string]*gangPlan
 }
 
-var _ fwk.Plugin = &Plugin{}
+// gangPlan is the placement of one gang attempt.
+type gangPlan struct {
+	podGang *v1alpha1.PodGang
+	tree    *topology.Tree
+	plan    *topology.Plan
+}
 
-// New builds the plugin from its (defaulted) args.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+var (
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
+
+// New builds the plugin from its (defaulted) args. It does not wait for the PodGang CRD.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*pluginargs.TopologyArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type TopologyArgs, got %T", obj)
@@ -33,8 +68,206 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err := pluginargs.ValidateTopologyArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	return &Plugin{args: *args, handle: h}, nil
+	gangs, err := gangcache.For(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plugin{args: *args, handle: h, gangs: gangs, plans: map[string]*gangPlan{}}
+	gangs.AddListener(func(key string, ev gangcache.Event) {
+		if ev == gangcache.GangDeleted {
+			p.mu.Lock()
+			delete(p.plans, key)
+			p.mu.Unlock()
+		}
+	})
+	return p, nil
 }
 
 // Name returns the plugin name.
 func (p *Plugin) Name() string { return Name }
+
+// cycleState carries a member's domains from PreFilter to Filter and Score. It is never
+// modified after PreFilter, so clones share it.
+type cycleState struct {
+	required  []topology.Choice
+	preferred *topology.Choice
+	shape     capacity.Resources
+}
+
+func (s *cycleState) Clone() fwk.StateData { return s }
+
+func readState(state fwk.CycleState) *cycleState {
+	data, err := state.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	s, _ := data.(*cycleState)
+	return s
+}
+
+// PreFilter looks up (or, at the start of a gang attempt, decides) the gang's domains and
+// returns the nodes of the member's innermost required domain, so Filter runs only on them. A
+// gang no domain can hold is rejected here, before any member is assumed.
+func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfos []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	key, group, ok := gangcache.GangKey(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	g, found := p.gangs.Get(key)
+	if !found {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	plan, tree, unfit := p.planFor(key, group, pod, g, nodeInfos)
+	if tree == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if unfit != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unfit.Error())
+	}
+	s := &cycleState{required: plan.Required(group), shape: capacity.PodShape(pod)}
+	if c, ok := plan.Preferred(group); ok {
+		s.preferred = &c
+	}
+	state.Write(stateKey, s)
+	allowed := plan.AllowedNodes(group)
+	if allowed == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreFilterResult{NodeNames: allowed}, nil
+}
+
+// planFor returns the gang's placement. It is decided when no member is assumed — the start of
+// an attempt — and reused by the attempt's later members, so a gang's domain is chosen once per
+// attempt. tree is nil for gangs without pack constraints.
+func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeInfos []fwk.NodeInfo) (*topology.Plan, *topology.Tree, *topology.Unfit) {
+	p.mu.Lock()
+	gp := p.plans[key]
+	if gp != nil && gp.podGang == g.PodGang && gp.plan != nil && g.Quorum.Assumed() > 0 {
+		p.mu.Unlock()
+		return gp.plan, gp.tree, nil
+	}
+	var tree *topology.Tree
+	if gp != nil && gp.podGang == g.PodGang {
+		tree = gp.tree
+	} else {
+		tree = topology.NewTree(&g.PodGang.Spec)
+	}
+	p.mu.Unlock()
+	if !tree.Constrained() {
+		return nil, nil, nil
+	}
+
+	demand := map[string]capacity.Demand{}
+	for group, n := range g.Quorum.Remaining() {
+		if n > 0 {
+			demand[group] = capacity.Demand{Group: group, Count: int64(n)}
+		}
+	}
+	if demand[group].Count == 0 {
+		// The gang's quorum has nodes: place this extra member alone, next to its gang.
+		demand[group] = capacity.Demand{Group: group, Count: 1}
+	}
+	for name, d := range demand {
+		shape, ok := p.gangs.Shape(key, name)
+		if name == group || !ok {
+			shape = capacity.PodShape(pod)
+		}
+		d.Shape = shape
+		demand[name] = d
+	}
+	eligible := nodes.EligibilityFor(pod)
+	candidates := make([]topology.Node, len(nodeInfos))
+	for i, ni := range nodeInfos {
+		node := ni.Node()
+		candidates[i] = topology.Node{Name: node.Name, Labels: node.Labels}
+		if eligible(node) {
+			candidates[i].Free = capacity.NodeFree(ni)
+		}
+	}
+	plan, unfit := topology.Choose(topology.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: p.gangs.HeldNodes(key)})
+	p.mu.Lock()
+	p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree, plan: plan}
+	p.mu.Unlock()
+	return plan, tree, unfit
+}
+
+// PreFilterExtensions is not needed: domains do not depend on single pods.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter keeps the member inside its gang's required domains. PreFilter already narrowed the
+// nodes; this also guards nodes the scheduler reaches by other means (nominated or batch-hinted
+// nodes).
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s := readState(state)
+	if s == nil {
+		return nil
+	}
+	labels := nodeInfo.Node().Labels
+	for _, c := range s.required {
+		if labels[c.Key] != c.Value {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the gang's %s %q", topology.DomainNoun(c.Key), c.Value))
+		}
+	}
+	return nil
+}
+
+// PreScore skips scoring for members without a preferred domain.
+func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	if s := readState(state); s == nil || s.preferred == nil {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	return nil
+}
+
+// Score favours nodes in the domain the gang prefers (where its members already are, or the
+// tightest that holds it), then packs: fuller nodes score higher.
+func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	s := readState(state)
+	if s == nil || s.preferred == nil {
+		return 0, nil
+	}
+	weight := int64(p.args.PreferredDomainWeight)
+	var inDomain int64
+	if nodeInfo.Node().Labels[s.preferred.Key] == s.preferred.Value {
+		inDomain = fwk.MaxNodeScore
+	}
+	return (weight*inDomain + (fwk.MaxNodeScore-weight)*packScore(nodeInfo, s.shape)) / fwk.MaxNodeScore, nil
+}
+
+// packScore is how full the node would be with the pod, 0-100, averaged over CPU and memory.
+func packScore(nodeInfo fwk.NodeInfo, shape capacity.Resources) int64 {
+	alloc, used := nodeInfo.GetAllocatable(), nodeInfo.GetRequested()
+	fraction := func(used, add, total int64) int64 {
+		if total <= 0 {
+			return 0
+		}
+		return min(fwk.MaxNodeScore, (used+add)*fwk.MaxNodeScore/total)
+	}
+	return (fraction(used.GetMilliCPU(), shape.MilliCPU, alloc.GetMilliCPU()) + fraction(used.GetMemory(), shape.Memory, alloc.GetMemory())) / 2
+}
+
+// ScoreExtensions is not needed: scores are already 0-100.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// EventsToRegister lists the cluster events that may give a gang a domain.
+func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A deleted pod frees room in its domain.
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: gangMembersOnly},
+		// A new node, or one that gained room, labels or lost taints, may complete a domain.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: gangMembersOnly},
+	}, nil
+}
+
+// gangMembersOnly requeues members (the only pods this plugin rejects).
+func gangMembersOnly(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if _, _, ok := gangcache.GangKey(pod); ok {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// SignPod lets the scheduler batch pods: domains depend only on the gang and PodGroup.
+func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return gangcache.SignFragments(pod), nil
+}

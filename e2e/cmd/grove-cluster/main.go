@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -23,8 +22,7 @@ import (
 )
 
 const (
-	supervisorPIDFile = "supervisor.pid"
-	readyFile         = "ready"
+	readyFile = "ready"
 )
 
 func main() {
@@ -66,7 +64,7 @@ func fail(err error) {
 
 // up starts `serve` as a detached process and waits until the control plane is ready.
 func up(dir string, thirdParty bool) error {
-	if pid := readPID(dir); pid > 0 && cluster.ProcessAlive(pid) {
+	if pid := cluster.SupervisorPID(dir); pid > 0 && cluster.ProcessAlive(pid) {
 		fmt.Printf("already running (pid %d)\nexport KUBECONFIG=%s\n", pid, filepath.Join(dir, "kubeconfig"))
 		return nil
 	}
@@ -115,7 +113,7 @@ func serve(dir string, thirdParty bool) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, supervisorPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := cluster.WriteSupervisorPID(dir); err != nil {
 		_ = c.Stop()
 		return err
 	}
@@ -127,35 +125,14 @@ func serve(dir string, thirdParty bool) error {
 	<-ctx.Done()
 	fmt.Println("stopping")
 	err = c.Stop()
-	_ = os.Remove(filepath.Join(dir, supervisorPIDFile))
 	_ = os.Remove(filepath.Join(dir, readyFile))
 	return err
 }
 
-// down stops the supervisor (which stops its children), then anything it left behind.
 func down(dir string) error {
-	if pid := readPID(dir); pid > 0 && cluster.ProcessAlive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 150 && cluster.ProcessAlive(pid); i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if cluster.ProcessAlive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	if err := cluster.StopRecorded(dir); err != nil {
+	if err := cluster.StopSupervised(dir, 15*time.Second); err != nil {
 		return err
 	}
-	_ = os.Remove(filepath.Join(dir, supervisorPIDFile))
 	fmt.Println("control plane stopped")
 	return nil
-}
-
-func readPID(dir string) int {
-	data, err := os.ReadFile(filepath.Join(dir, supervisorPIDFile))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid
 }

@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,7 +42,6 @@ import (
 const (
 	namespace  = "demo"
 	readyFile  = "ready"
-	pidFile    = "supervisor.pid"
 	convergeBy = 3 * time.Minute
 )
 
@@ -79,7 +77,7 @@ func main() {
 func step(n int, msg string) { fmt.Printf("\n\033[1m[%d/6] %s\033[0m\n", n, msg) }
 
 func up(dir string) error {
-	if pid := readPID(dir); pid > 0 && cluster.ProcessAlive(pid) {
+	if pid := cluster.SupervisorPID(dir); pid > 0 && cluster.ProcessAlive(pid) {
 		return fmt.Errorf("a demo is already running (pid %d); stop it with `make demo-down`", pid)
 	}
 	_ = os.RemoveAll(dir)
@@ -276,7 +274,7 @@ func serve(dir string) error {
 	if err := env.Cluster.CreateNamespace(ctx, namespace); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	if err := cluster.WriteSupervisorPID(dir); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, readyFile), nil, 0o644); err != nil {
@@ -287,28 +285,11 @@ func serve(dir string) error {
 }
 
 func down(dir string) error {
-	if pid := readPID(dir); pid > 0 && cluster.ProcessAlive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		_ = waitFor(20*time.Second, func() (bool, error) { return !cluster.ProcessAlive(pid), nil })
-		if cluster.ProcessAlive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	if err := cluster.StopRecorded(dir); err != nil {
+	if err := cluster.StopSupervised(dir, 20*time.Second); err != nil {
 		return err
 	}
-	_ = os.Remove(filepath.Join(dir, pidFile))
 	fmt.Println("demo stopped; every process it started has exited")
 	return nil
-}
-
-func readPID(dir string) int {
-	data, err := os.ReadFile(filepath.Join(dir, pidFile))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-	return pid
 }
 
 func waitFor(timeout time.Duration, cond func() (bool, error)) error {

@@ -24,6 +24,7 @@ func NewCommand() *cobra.Command {
 		},
 	}
 	opts.AddFlags(cmd.Flags())
+	cmd.AddCommand(newWaitForCliquesCommand())
 	return cmd
 }
 

@@ -68,6 +68,8 @@ type env struct {
 	ctx context.Context
 	c   client.Client
 	ns  string
+	// cluster is the control plane the test runs on (cluster.Shared unless it needs its own).
+	cluster *cluster.Cluster
 }
 
 // operatorConfig is the defaulted configuration tests start from: topology-aware scheduling
@@ -91,9 +93,15 @@ func newNamespace(t *testing.T) *env {
 		t.Skip("needs the control plane")
 	}
 	t.Parallel()
-	c, err := client.New(cluster.Shared.Config, client.Options{Scheme: scheme(t)})
+	return newNamespaceOn(t, cluster.Shared)
+}
+
+// newNamespaceOn is newNamespace on another control plane.
+func newNamespaceOn(t *testing.T, cl *cluster.Cluster) *env {
+	t.Helper()
+	c, err := client.New(cl.Config, client.Options{Scheme: scheme(t)})
 	require.NoError(t, err)
-	return &env{t: t, ctx: context.Background(), c: c, ns: cluster.Shared.TestNamespace(t)}
+	return &env{t: t, ctx: context.Background(), c: c, ns: cl.TestNamespace(t), cluster: cl}
 }
 
 // envOption adjusts the operator a test runs.
@@ -118,12 +126,29 @@ func withBackend(name configv1alpha1.SchedulerName, f backend.Factory) envOption
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	e := newNamespace(t)
+	e.startOperator(opts...)
+	return e
+}
+
+// newEnvOn is newEnv on another control plane (the caller decides about t.Parallel).
+func newEnvOn(t *testing.T, cp *cluster.Cluster, opts ...envOption) *env {
+	t.Helper()
+	e := newNamespaceOn(t, cp)
+	e.startOperator(opts...)
+	return e
+}
+
+// startOperator runs the operator's controllers against the env's control plane until the test
+// ends.
+func (e *env) startOperator(opts ...envOption) {
+	t := e.t
+	t.Helper()
 	s, ns := e.c.Scheme(), e.ns
 	cfg, backends := operatorConfig(), factories.All()
 	for _, o := range opts {
 		o(cfg, backends)
 	}
-	mgr, err := ctrl.NewManager(cluster.Shared.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(e.cluster.Config, ctrl.Options{
 		Scheme:                 s,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -147,7 +172,6 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 			t.Error("manager did not stop")
 		}
 	})
-	return e
 }
 
 func podSpec() corev1.PodSpec {

@@ -33,12 +33,16 @@ import (
 const EventSource = "grove-operator"
 
 // CacheByObject narrows the informer cache: grove-operator only ever reads the pods it
-// manages, so it does not hold every pod of the cluster in memory.
+// manages and its startup-waiter token Secrets, so it holds neither every pod nor any other
+// Secret of the cluster in memory.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
 		// Only the ResourceClaims of resource sharing, not those the scheduler makes for pods.
 		&resourcev1.ResourceClaim{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{
+			apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelComponentKey: apicommon.ComponentStartupWaiterToken,
+		})},
 	}
 }
 
@@ -86,7 +90,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	}
 	if err := (&podclique.Reconciler{
 		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
-		Claims: claims,
+		Claims:             claims,
+		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {
 		return fmt.Errorf("setting up the PodClique controller: %w", err)
 	}

@@ -257,7 +257,7 @@ func TestTopologyAdmission(t *testing.T) {
 			for _, c := range p.Spec.Template.Cliques {
 				c.Spec.PodSpec.SchedulerName = "default-scheduler"
 			}
-		}, []string{"spec.template.topologyConstraint"}},
+		}, []string{"spec.template.topologyConstraint.pack.required"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

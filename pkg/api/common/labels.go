@@ -44,6 +44,15 @@ const (
 	ComponentPCSPodClique          = "pcs-podclique"
 	ComponentPCSGPodClique         = "pcsg-podclique"
 	ComponentResourceClaim         = "resource-claim"
+	ComponentStartupWaiterToken    = "startup-waiter-token"
+)
+
+// Startup ordering: pods of a clique that starts after others run the startup waiter
+// (`grove-operator wait-for-cliques`) as their first init container, with the token of the
+// PodCliqueSet's ServiceAccount mounted into that container only.
+const (
+	StartupWaiterContainerName   = "grove-startup-waiter"
+	StartupWaiterTokenVolumeName = "grove-startup-waiter-token"
 )
 
 // Annotations.
@@ -56,6 +65,20 @@ const (
 	// ComputeDomain resource claims; AnnotationAutoMNNVLEnabled is its "on" value.
 	AnnotationAutoMNNVL        = "grove.io/auto-mnnvl"
 	AnnotationAutoMNNVLEnabled = "enabled"
+)
+
+// grove-scheduler: what it writes on PodGangs.
+const (
+	// SchedulerFieldManager owns the fields grove-scheduler writes in PodGang status.
+	SchedulerFieldManager = "grove-scheduler"
+	// EventReasonGangUnschedulable is the event on a PodGang that cannot be placed, saying why in
+	// gang terms.
+	EventReasonGangUnschedulable = "GangUnschedulable"
+	// EventReasonGangScheduled is the event on a PodGang whose quorum got bound.
+	EventReasonGangScheduled = "GangScheduled"
+	// ReasonUnschedulable is the reason of a False Scheduled condition of a gang that cannot be
+	// placed now.
+	ReasonUnschedulable = "Unschedulable"
 )
 
 // Finalizers.
@@ -109,6 +132,11 @@ const (
 	ReasonInsufficientScheduledReplicas = "InsufficientScheduledPCSGReplicas"
 	ReasonInsufficientAvailableReplicas = "InsufficientAvailablePCSGReplicas"
 	ReasonSufficientAvailableReplicas   = "SufficientAvailablePCSGReplicas"
+
+	// Reasons of ConditionGangSchedulingUnavailable on a PodCliqueSet: whether its scheduler
+	// backend can place its PodGangs all-or-nothing in this cluster.
+	ReasonGangSchedulingNotSupported = "GangSchedulingNotSupported"
+	ReasonGangSchedulingSupported    = "GangSchedulingSupported"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"

@@ -76,6 +76,10 @@ func PodRoleName(pcs string) string { return fmt.Sprintf("grove.io:pcs:%s", pcs)
 // PodRoleBindingName binds PodRoleName to PodServiceAccountName.
 func PodRoleBindingName(pcs string) string { return fmt.Sprintf("grove.io:pcs:%s", pcs) }
 
+// StartupWaiterTokenSecretName is the Secret holding a token of PodServiceAccountName for the
+// startup waiter init containers of a PodCliqueSet's pods.
+func StartupWaiterTokenSecretName(pcs string) string { return pcs + "-startup-waiter-token" }
+
 // HPAName is the HorizontalPodAutoscaler of a PodClique or PodCliqueScalingGroup.
 func HPAName(target string) string { return target }
 
@@ -112,12 +116,45 @@ func KoordinatorPodGroupName(podGang, podGroup string) string {
 	return ShortenLabelValue(fmt.Sprintf("%s-%s", podGang, podGroup))
 }
 
+// WorkloadPodGroupName is the Kubernetes Workload API PodGroup (scheduling.k8s.io) of one
+// PodGroup of a PodGang, through which default-scheduler gang-schedules it:
+// "<podgang>-<podgroup>", shortened (ShortenName) beyond 253 characters. Pods join it through
+// their immutable spec.schedulingGroup.podGroupName, so the PodGang is part of the name: a
+// PodClique that moves to another PodGang (minAvailable changed) gets a new PodGroup for its
+// new pods while its running pods keep the old one.
+func WorkloadPodGroupName(podGang, podGroup string) string {
+	return ShortenName(fmt.Sprintf("%s-%s", podGang, podGroup))
+}
+
+// WorkloadCompositePodGroupName is the Kubernetes Workload API CompositePodGroup of a PodGang,
+// the parent of its PodGroups: the PodGang's name.
+func WorkloadCompositePodGroupName(podGang string) string { return podGang }
+
+// WorkloadGroupConfigCompositePodGroupName is the Kubernetes Workload API CompositePodGroup of
+// one topologyConstraintGroupConfig of a PodGang (a scaling-group replica packed into its own
+// domain): "<podgang>-<config>", shortened beyond 253 characters. The config's name alone can
+// be a scaled PodGang's name, whose CompositePodGroup it would collide with.
+func WorkloadGroupConfigCompositePodGroupName(podGang, config string) string {
+	return ShortenName(fmt.Sprintf("%s-%s", podGang, config))
+}
+
+// maxNameLength is the length of a DNS subdomain, the name of most objects.
+const maxNameLength = 253
+
+// ShortenName keeps an object name within the 253 characters of a DNS subdomain, replacing
+// the tail of a longer one with a hash so it stays unique.
+func ShortenName(v string) string { return shorten(v, maxNameLength) }
+
 // ShortenLabelValue keeps a value within the 63 characters of a label value, replacing the
 // tail of a longer one with a hash so it stays unique.
-func ShortenLabelValue(v string) string {
-	if len(v) <= 63 {
+func ShortenLabelValue(v string) string { return shorten(v, 63) }
+
+// shorten keeps v within limit characters: a longer v becomes its first limit-34 characters,
+// "-h" and 32 hex digits of its SHA-256.
+func shorten(v string, limit int) string {
+	if len(v) <= limit {
 		return v
 	}
 	sum := sha256.Sum256([]byte(v))
-	return fmt.Sprintf("%s-h%x", strings.TrimRight(v[:29], "-."), sum[:16])
+	return fmt.Sprintf("%s-h%x", strings.TrimRight(v[:limit-34], "-."), sum[:16])
 }

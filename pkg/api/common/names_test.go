@@ -22,9 +22,13 @@ func TestNames(t *testing.T) {
 		{PodHostname("disagg-0-router", 3), "disagg-0-router-3"},
 		{PodGenerateName("disagg-0-router"), "disagg-0-router-"},
 		{PodRoleName("disagg"), "grove.io:pcs:disagg"},
+		{StartupWaiterTokenSecretName("disagg"), "disagg-startup-waiter-token"},
 		{AllReplicasResourceClaimName("disagg", "gpu"), "disagg-all-gpu"},
 		{PerReplicaResourceClaimName("disagg-0-router", 2, "gpu"), "disagg-0-router-2-gpu"},
 		{KoordinatorPodGroupName("disagg-0", "disagg-0-router"), "disagg-0-disagg-0-router"},
+		{WorkloadPodGroupName("disagg-0-workers-0", "disagg-0-workers-1-prefill"), "disagg-0-workers-0-disagg-0-workers-1-prefill"},
+		{WorkloadCompositePodGroupName("disagg-0"), "disagg-0"},
+		{WorkloadGroupConfigCompositePodGroupName("disagg-0", "disagg-0-workers-0"), "disagg-0-disagg-0-workers-0"},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, tc.got)
@@ -61,4 +65,15 @@ func TestPodResourceClaimNameIsADNSLabel(t *testing.T) {
 	assert.True(t, strings.HasPrefix(PodResourceClaimName(dotted), "disagg-all-gpu-example-com-h"), PodResourceClaimName(dotted))
 	assert.NotEqual(t, PodResourceClaimName(long+"a"), PodResourceClaimName(long+"b"), "different claims keep different entries")
 	assert.NotEqual(t, PodResourceClaimName("a.b-all-x"), PodResourceClaimName("a-b-all-x"), "sanitising never merges two claims")
+}
+
+func TestShortenNameKeepsADNSSubdomainLength(t *testing.T) {
+	assert.Equal(t, "disagg-0-router", ShortenName("disagg-0-router"))
+	long := strings.Repeat("a", 300)
+	got := ShortenName(long)
+	assert.Len(t, got, 253)
+	assert.True(t, strings.HasPrefix(got, strings.Repeat("a", 219)+"-h"), got)
+	assert.NotEqual(t, got, ShortenName(strings.Repeat("a", 299)+"b"), "different long names stay distinct")
+	pg := WorkloadPodGroupName(strings.Repeat("g", 200), strings.Repeat("c", 100))
+	assert.LessOrEqual(t, len(pg), 253)
 }

@@ -117,3 +117,58 @@ func TestMutatePodClique(t *testing.T) {
 		})
 	}
 }
+
+// startupPCS has a standalone router, then a scaling group "w" (minAvailable 2) of prefill and
+// decode, then a standalone frontend.
+func startupPCS(startup corev1alpha1.CliqueStartupType) *corev1alpha1.PodCliqueSet {
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	pcs.Spec.Template.StartupType = &startup
+	for _, name := range []string{"router", "prefill", "decode", "frontend"} {
+		pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques, &corev1alpha1.PodCliqueTemplateSpec{Name: name})
+	}
+	pcs.Spec.Template.Clique("decode").Spec.StartsAfter = []string{"prefill", "router"}
+	pcs.Spec.Template.Clique("frontend").Spec.StartsAfter = []string{"decode"}
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs = []corev1alpha1.PodCliqueScalingGroupConfig{{
+		Name: "w", CliqueNames: []string{"prefill", "decode"}, MinAvailable: ptr.To[int32](2),
+	}}
+	return pcs
+}
+
+func TestStartsAfter(t *testing.T) {
+	member := func(j int) *ScalingGroupMember {
+		return &ScalingGroupMember{Name: "p-1-w", Replica: j, MinAvailable: 2}
+	}
+	cases := []struct {
+		name    string
+		startup corev1alpha1.CliqueStartupType
+		clique  string
+		member  *ScalingGroupMember
+		want    []string
+	}{
+		{"any order: no parents", corev1alpha1.CliqueStartupTypeAnyOrder, "decode", member(0), nil},
+		{"in order: the first clique starts first", corev1alpha1.CliqueStartupTypeInOrder, "router", nil, nil},
+		{"in order: a base-gang member waits for the standalone clique before it", corev1alpha1.CliqueStartupTypeInOrder, "prefill", member(1),
+			[]string{"p-1-router"}},
+		{"in order: a member's parent in its group means the group's base-gang replicas", corev1alpha1.CliqueStartupTypeInOrder, "decode", member(0),
+			[]string{"p-1-w-0-prefill", "p-1-w-1-prefill"}},
+		{"in order: a standalone clique after a group waits for the base-gang replicas", corev1alpha1.CliqueStartupTypeInOrder, "frontend", nil,
+			[]string{"p-1-w-0-decode", "p-1-w-1-decode"}},
+		{"in order: a scaled replica waits only inside itself", corev1alpha1.CliqueStartupTypeInOrder, "decode", member(3),
+			[]string{"p-1-w-3-prefill"}},
+		{"in order: a scaled replica ignores parents outside its group", corev1alpha1.CliqueStartupTypeInOrder, "prefill", member(2), nil},
+		{"explicit: base-gang member", corev1alpha1.CliqueStartupTypeExplicit, "decode", member(1),
+			[]string{"p-1-w-0-prefill", "p-1-w-1-prefill", "p-1-router"}},
+		{"explicit: scaled replica keeps only its own group's parents", corev1alpha1.CliqueStartupTypeExplicit, "decode", member(2),
+			[]string{"p-1-w-2-prefill"}},
+		{"explicit: standalone clique after a member", corev1alpha1.CliqueStartupTypeExplicit, "frontend", nil,
+			[]string{"p-1-w-0-decode", "p-1-w-1-decode"}},
+		{"explicit: no startsAfter", corev1alpha1.CliqueStartupTypeExplicit, "router", nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pcs := startupPCS(tc.startup)
+			target := PodCliqueTarget{PCS: pcs, Replica: 1, Clique: pcs.Spec.Template.Clique(tc.clique), Member: tc.member}
+			assert.Equal(t, tc.want, target.StartsAfter())
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strconv"
 
+	"k8s.io/utils/ptr"
+
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
@@ -102,7 +104,51 @@ func MutatePodClique(pclq *corev1alpha1.PodClique, t PodCliqueTarget) {
 	if spec.PodSpec.PriorityClassName == "" {
 		spec.PodSpec.PriorityClassName = t.PCS.Spec.Template.PriorityClassName
 	}
-	// Startup ordering (a later feature) resolves startsAfter into PodClique names.
-	spec.StartsAfter = nil
+	// The PodClique names the PodCliques its pods start after; the template names cliques.
+	spec.StartsAfter = t.StartsAfter()
 	pclq.Spec = *spec
+}
+
+// StartsAfter resolves the clique's startup dependencies into the PodCliques its pods wait
+// for. The parent cliques are the previous clique in template order (InOrder) or the clique's
+// startsAfter (Explicit); none with AnyOrder. A parent that is a scaling-group member means
+// that group's replicas in the base PodGang. Pods of a scaled PodGang are started on their own
+// once the base gang has been placed: they only wait for parents in their own scaling-group
+// replica.
+func (t PodCliqueTarget) StartsAfter() []string {
+	tmpl := &t.PCS.Spec.Template
+	var parents []string
+	switch ptr.Deref(tmpl.StartupType, corev1alpha1.CliqueStartupTypeAnyOrder) {
+	case corev1alpha1.CliqueStartupTypeInOrder:
+		for i, c := range tmpl.Cliques {
+			if c != nil && c.Name == t.Clique.Name && i > 0 && tmpl.Cliques[i-1] != nil {
+				parents = []string{tmpl.Cliques[i-1].Name}
+			}
+		}
+	case corev1alpha1.CliqueStartupTypeExplicit:
+		parents = t.Clique.Spec.StartsAfter
+	}
+	var names []string
+	for _, parent := range parents {
+		if parent == t.Clique.Name {
+			continue
+		}
+		group := tmpl.ScalingGroupOf(parent)
+		switch {
+		case t.IsScaled():
+			if group != nil && apicommon.PodCliqueScalingGroupName(t.PCS.Name, t.Replica, group.Name) == t.Member.Name {
+				names = append(names, apicommon.ScalingGroupPodCliqueName(t.Member.Name, t.Member.Replica, parent))
+			}
+		case group == nil:
+			if tmpl.Clique(parent) != nil {
+				names = append(names, apicommon.StandalonePodCliqueName(t.PCS.Name, t.Replica, parent))
+			}
+		default:
+			pcsg := apicommon.PodCliqueScalingGroupName(t.PCS.Name, t.Replica, group.Name)
+			for j := range int(corev1alpha1.ScalingGroupMinAvailable(group)) {
+				names = append(names, apicommon.ScalingGroupPodCliqueName(pcsg, j, parent))
+			}
+		}
+	}
+	return names
 }

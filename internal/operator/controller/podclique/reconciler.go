@@ -34,6 +34,8 @@ type Reconciler struct {
 	Recorder     events.EventRecorder
 	// Claims keeps the ResourceClaims of the clique's own resourceSharing entries.
 	Claims *resourceclaim.Syncer
+	// StartupWaiterImage runs `grove-operator wait-for-cliques` in pods with parent PodCliques.
+	StartupWaiterImage string
 }
 
 // Reconcile makes a PodClique's pods match its spec and reports its status.
@@ -143,6 +145,10 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 	for _, c := range pending.Creations {
 		used[c.Index] = true
 	}
+	waiter, waiterVolume, err := r.startupWaiter(ctx, pclq)
+	if err != nil {
+		return err
+	}
 	indices := lowestFreeIndices(used, n)
 	claims, err := r.podClaims(ctx, pcs, pclq, indices)
 	if err != nil {
@@ -151,6 +157,7 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 	created, err := common.SlowStart(ctx, n, func(ctx context.Context, i int) error {
 		pod := buildPod(pclq, place, indices[i], b)
 		resourceclaim.Inject(&pod.Spec, claims.ForPod(indices[i]))
+		withStartupWaiter(pod, waiter, waiterVolume)
 		if err := r.Client.Create(ctx, pod); err != nil {
 			return err
 		}

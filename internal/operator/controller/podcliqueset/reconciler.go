@@ -1,7 +1,7 @@
 // Package podcliqueset is the PodCliqueSet controller. It keeps, in dependency order, the
 // objects a PodCliqueSet is made of: the pods' ServiceAccount, Role and RoleBinding, one
-// headless Service per replica, the standalone PodCliques, the PodCliqueScalingGroups and the
-// PodGangs, and reports the PodCliqueSet's status.
+// headless Service per replica, the standalone PodCliques, the PodCliqueScalingGroups, their
+// HorizontalPodAutoscalers and the PodGangs, and reports the PodCliqueSet's status.
 package podcliqueset
 
 import (
@@ -71,8 +71,8 @@ func (s *state) translated() topology.Translated {
 
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
-		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &headlessServices{r}, &resourceClaims{r},
-		&podCliques{r}, &scalingGroups{r}, &podGangs{r},
+		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r}, &resourceClaims{r},
+		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
 	}
 }
 

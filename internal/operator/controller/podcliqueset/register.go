@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -35,7 +36,8 @@ const IndexTopologyName = "grove.io/topologyName"
 //   - PodCliques and PodCliqueScalingGroups of the PodCliqueSet (members of scaling groups
 //     included): existence, spec (scale subresources) and status;
 //   - pods of the PodCliqueSet: existence, labels and deletion (PodGang membership);
-//   - owned PodGangs, Services, ServiceAccounts, Roles, RoleBindings: deletion and spec drift;
+//   - owned PodGangs, HorizontalPodAutoscalers, Services, ServiceAccounts, Roles,
+//     RoleBindings: deletion and spec drift;
 //   - owned ResourceClaims: deletion;
 //   - ClusterTopologies: the PodCliqueSets whose constraints name them.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
@@ -71,7 +73,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			predicate.LabelChangedPredicate{}, common.DeletionChanged{}, podPhaseEnded{}))).
 		Owns(&schedv1alpha1.PodGang{}, driftOrDeletion).
 		Owns(&corev1.Service{}, deletion).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, driftOrDeletion).
 		Owns(&corev1.ServiceAccount{}, deletion).
+		Owns(&corev1.Secret{}, deletion).
 		Owns(&rbacv1.Role{}, deletion).
 		Owns(&rbacv1.RoleBinding{}, deletion).
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).

@@ -13,6 +13,7 @@ import (
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend"
 	"github.com/ai-dynamo/grove/pkg/topology"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
@@ -123,8 +124,27 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		c := topology.LevelsUnavailableCondition(st.topology.name, st.topology.found, st.topology.translated.MissingDomains)
 		common.SetCondition(&status.Conditions, c, st.stored.Generation)
 	}
+	setGangSchedulingCondition(&status.Conditions, st)
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
+}
+
+// setGangSchedulingCondition reports, for a backend whose gang semantics depend on the cluster
+// (backend.GangCapabilityReporter), whether the PodCliqueSet's PodGangs are placed
+// all-or-nothing; other backends always are, and the condition is removed.
+func setGangSchedulingCondition(conditions *[]metav1.Condition, st *state) {
+	reporter, ok := st.backend.(backend.GangCapabilityReporter)
+	if !ok {
+		meta.RemoveStatusCondition(conditions, apicommon.ConditionGangSchedulingUnavailable)
+		return
+	}
+	available, message := reporter.GangSchedulingAvailable()
+	c := metav1.Condition{Type: apicommon.ConditionGangSchedulingUnavailable, Status: metav1.ConditionTrue,
+		Reason: apicommon.ReasonGangSchedulingNotSupported, Message: message}
+	if available {
+		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonGangSchedulingSupported
+	}
+	common.SetCondition(conditions, c, st.stored.Generation)
 }
 
 // lastErrors reports the reconcile's problems; an unchanged problem keeps its first sighting so

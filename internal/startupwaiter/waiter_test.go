@@ -1,0 +1,66 @@
+package startupwaiter
+
+import (
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+)
+
+// TestArgsRoundTrip: the arguments the operator writes parse back into the same configuration.
+func TestArgsRoundTrip(t *testing.T) {
+	want := Config{Namespace: "ns", PodCliqueSet: "p", Parents: []Parent{{"p-0-a", 2}, {"p-0-g-1-b", 1}}}
+	args := Args(want)
+	require.Equal(t, CommandName, args[0])
+	got := Config{}
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	got.AddFlags(fs)
+	require.NoError(t, fs.Parse(args[1:]))
+	assert.Equal(t, want, got)
+	require.NoError(t, got.Validate())
+
+	for _, bad := range []string{"--parent=a", "--parent=:1", "--parent=a:-1", "--parent=a:x"} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		(&Config{}).AddFlags(fs)
+		assert.Error(t, fs.Parse([]string{bad}), bad)
+	}
+	assert.Error(t, (&Config{PodCliqueSet: "p"}).Validate(), "namespace required")
+}
+
+func pod(uid, pclq string, ready, terminating bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Labels: map[string]string{apicommon.LabelPodClique: pclq}}}
+	if ready {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
+	if terminating {
+		p.DeletionTimestamp = &metav1.Time{}
+	}
+	return p
+}
+
+// TestReadiness: only Ready, non-terminating pods of a parent count, each once.
+func TestReadiness(t *testing.T) {
+	r := newReadiness([]Parent{{"a", 2}, {"b", 1}})
+	assert.False(t, r.satisfied())
+	assert.True(t, r.observe(pod("1", "a", true, false)))
+	assert.False(t, r.observe(pod("1", "a", true, false)), "the same pod counts once")
+	assert.False(t, r.observe(pod("9", "other", true, false)), "not a parent")
+	assert.False(t, r.observe(pod("2", "a", true, true)), "terminating pods do not count")
+	assert.True(t, r.observe(pod("3", "b", true, false)))
+	assert.Equal(t, "a=1/2,b=1/1", r.summary())
+	assert.False(t, r.satisfied())
+	assert.True(t, r.observe(pod("4", "a", true, false)))
+	assert.True(t, r.satisfied())
+	assert.True(t, r.observe(pod("4", "a", false, false)), "a pod that stops being ready no longer counts")
+	assert.False(t, r.satisfied())
+	assert.True(t, r.forget(pod("1", "a", true, false)))
+	r.reset([]corev1.Pod{*pod("5", "a", true, false), *pod("6", "a", true, false), *pod("7", "b", true, false)})
+	assert.Equal(t, "a=2/2,b=1/1", r.summary())
+	assert.True(t, r.satisfied())
+}

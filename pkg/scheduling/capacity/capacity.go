@@ -1,0 +1,307 @@
+// Package capacity counts how many pods of given shapes fit into the free capacity of nodes.
+// It is the arithmetic behind grove-scheduler's whole-gang pre-check and its topology domain
+// choice: both ask "can these N pods still land here?" before a single pod is assumed.
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Resources is an amount of the resources the scheduler accounts for on a node. Pods counts pod
+// slots (a pod's shape has Pods=1).
+type Resources struct {
+	MilliCPU         int64
+	Memory           int64
+	EphemeralStorage int64
+	Pods             int64
+	// Scalar holds extended resources (GPUs, hugepages, ...); nil when there are none.
+	Scalar map[v1.ResourceName]int64
+}
+
+// Clone returns a copy that shares nothing with r.
+func (r Resources) Clone() Resources {
+	if r.Scalar != nil {
+		s := make(map[v1.ResourceName]int64, len(r.Scalar))
+		for k, v := range r.Scalar {
+			s[k] = v
+		}
+		r.Scalar = s
+	}
+	return r
+}
+
+// FitCount is how many pods of shape fit into r.
+func (r Resources) FitCount(shape Resources) int64 {
+	n := int64(math.MaxInt64)
+	limit := func(free, need int64) {
+		if need <= 0 {
+			return
+		}
+		if q := free / need; q < n {
+			n = q
+		}
+	}
+	limit(r.MilliCPU, shape.MilliCPU)
+	limit(r.Memory, shape.Memory)
+	limit(r.EphemeralStorage, shape.EphemeralStorage)
+	limit(r.Pods, shape.Pods)
+	for name, need := range shape.Scalar {
+		limit(r.Scalar[name], need)
+	}
+	if n < 0 || shape.isZero() {
+		// Every real pod takes a pod slot; an empty shape is a caller error and fits nowhere.
+		return 0
+	}
+	return n
+}
+
+// Take removes n pods of shape from r.
+func (r *Resources) Take(shape Resources, n int64) {
+	if n == 0 {
+		return
+	}
+	r.MilliCPU -= n * shape.MilliCPU
+	r.Memory -= n * shape.Memory
+	r.EphemeralStorage -= n * shape.EphemeralStorage
+	r.Pods -= n * shape.Pods
+	for name, need := range shape.Scalar {
+		if r.Scalar == nil {
+			r.Scalar = map[v1.ResourceName]int64{}
+		}
+		r.Scalar[name] -= n * need
+	}
+}
+
+func (r Resources) isZero() bool {
+	if r.MilliCPU != 0 || r.Memory != 0 || r.EphemeralStorage != 0 || r.Pods != 0 {
+		return false
+	}
+	for _, v := range r.Scalar {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// size orders shapes for greedy placement: the biggest pods are placed first.
+func (r Resources) size() (int64, int64, int64) {
+	var scalar int64
+	for _, v := range r.Scalar {
+		scalar += v
+	}
+	return scalar, r.MilliCPU, r.Memory
+}
+
+// String renders the shape of one pod, e.g. "4 CPU, 16Gi memory, 1 nvidia.com/gpu".
+func (r Resources) String() string {
+	var parts []string
+	if r.MilliCPU > 0 {
+		parts = append(parts, resource.NewMilliQuantity(r.MilliCPU, resource.DecimalSI).String()+" CPU")
+	}
+	if r.Memory > 0 {
+		parts = append(parts, resource.NewQuantity(r.Memory, resource.BinarySI).String()+" memory")
+	}
+	if r.EphemeralStorage > 0 {
+		parts = append(parts, resource.NewQuantity(r.EphemeralStorage, resource.BinarySI).String()+" ephemeral storage")
+	}
+	names := make([]string, 0, len(r.Scalar))
+	for name, v := range r.Scalar {
+		if v > 0 {
+			names = append(names, string(name))
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := resource.NewQuantity(r.Scalar[v1.ResourceName(name)], resource.DecimalSI)
+		parts = append(parts, q.String()+" "+name)
+	}
+	if len(parts) == 0 {
+		return "no resources"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PodShape is what one pod takes from a node: its effective requests (init containers and
+// overhead included) plus one pod slot.
+func PodShape(pod *v1.Pod) Resources {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	shape := Resources{Pods: 1}
+	for name, q := range reqs {
+		switch name {
+		case v1.ResourceCPU:
+			shape.MilliCPU = q.MilliValue()
+		case v1.ResourceMemory:
+			shape.Memory = q.Value()
+		case v1.ResourceEphemeralStorage:
+			shape.EphemeralStorage = q.Value()
+		case v1.ResourcePods:
+		default:
+			if q.IsZero() {
+				continue
+			}
+			if shape.Scalar == nil {
+				shape.Scalar = map[v1.ResourceName]int64{}
+			}
+			shape.Scalar[name] = q.Value()
+		}
+	}
+	return shape
+}
+
+// NodeFree is what is left on a node: allocatable minus the requests of every pod the scheduler
+// counts there, including pods assumed for binding or waiting at a Permit barrier.
+func NodeFree(ni fwk.NodeInfo) Resources {
+	alloc, used := ni.GetAllocatable(), ni.GetRequested()
+	free := Resources{
+		MilliCPU:         alloc.GetMilliCPU() - used.GetMilliCPU(),
+		Memory:           alloc.GetMemory() - used.GetMemory(),
+		EphemeralStorage: alloc.GetEphemeralStorage() - used.GetEphemeralStorage(),
+		Pods:             int64(alloc.GetAllowedPodNumber() - len(ni.GetPods())),
+	}
+	if scalars := alloc.GetScalarResources(); len(scalars) > 0 {
+		usedScalars := used.GetScalarResources()
+		free.Scalar = make(map[v1.ResourceName]int64, len(scalars))
+		for name, v := range scalars {
+			free.Scalar[name] = v - usedScalars[name]
+		}
+	}
+	return free
+}
+
+// Demand is Count pods of one Shape, typically the still unplaced members of one PodGroup.
+type Demand struct {
+	Group string
+	Shape Resources
+	Count int64
+}
+
+// Demands is what a gang (or a part of it) still needs placed.
+type Demands []Demand
+
+// Total is the number of pods demanded.
+func (d Demands) Total() int64 {
+	var n int64
+	for _, x := range d {
+		n += x.Count
+	}
+	return n
+}
+
+// Largest is the biggest shape demanded (zero Resources when nothing is).
+func (d Demands) Largest() Resources {
+	var best Resources
+	found := false
+	for _, x := range d {
+		if x.Count == 0 {
+			continue
+		}
+		if !found || bigger(x.Shape, best) {
+			best, found = x.Shape, true
+		}
+	}
+	return best
+}
+
+// String renders the demand in gang terms, e.g. "8 pods of 4 CPU" or
+// "6 pods (4 of 4 CPU, 2 of 1 CPU)".
+func (d Demands) String() string {
+	var nonEmpty Demands
+	for _, x := range d {
+		if x.Count > 0 {
+			nonEmpty = append(nonEmpty, x)
+		}
+	}
+	switch {
+	case len(nonEmpty) == 0:
+		return "no pods"
+	case len(nonEmpty) == 1 || allSameShape(nonEmpty):
+		return fmt.Sprintf("%s of %s", pods(nonEmpty.Total()), nonEmpty[0].Shape)
+	}
+	parts := make([]string, 0, len(nonEmpty))
+	for _, x := range nonEmpty {
+		parts = append(parts, fmt.Sprintf("%d of %s", x.Count, x.Shape))
+	}
+	return fmt.Sprintf("%s (%s)", pods(nonEmpty.Total()), strings.Join(parts, "; "))
+}
+
+func pods(n int64) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}
+
+func allSameShape(d Demands) bool {
+	for _, x := range d[1:] {
+		if x.Shape.String() != d[0].Shape.String() {
+			return false
+		}
+	}
+	return true
+}
+
+func bigger(a, b Resources) bool {
+	as, ac, am := a.size()
+	bs, bc, bm := b.size()
+	if as != bs {
+		return as > bs
+	}
+	if ac != bc {
+		return ac > bc
+	}
+	return am > bm
+}
+
+// Place fits the demands into free, largest shapes first, filling each node before moving to
+// the next (first-fit decreasing). It subtracts what it places from free and returns how many
+// pods of each demand it placed, in the order of demands. It is a fast, close lower bound of what
+// the scheduler can place; callers treat "placed < Count" as "does not fit".
+func Place(free []Resources, demands Demands) []int64 {
+	order := make([]int, 0, len(demands))
+	for i := range demands {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return bigger(demands[order[a]].Shape, demands[order[b]].Shape) })
+	placed := make([]int64, len(demands))
+	remaining := int64(0)
+	for _, d := range demands {
+		remaining += d.Count
+	}
+	for n := range free {
+		if remaining == 0 {
+			break
+		}
+		for _, i := range order {
+			want := demands[i].Count - placed[i]
+			if want == 0 {
+				continue
+			}
+			k := min(want, free[n].FitCount(demands[i].Shape))
+			if k > 0 {
+				free[n].Take(demands[i].Shape, k)
+				placed[i] += k
+				remaining -= k
+			}
+		}
+	}
+	return placed
+}
+
+// Spare is how many more pods of shape fit into free: the slack left in a domain once a gang is
+// placed there. The tightest domain (least spare) is the best fit.
+func Spare(free []Resources, shape Resources) int64 {
+	var n int64
+	for i := range free {
+		n += free[i].FitCount(shape)
+	}
+	return n
+}

@@ -1,0 +1,318 @@
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Policy holds the timings of gang attempts.
+type Policy struct {
+	// InitialBackoff is how long a gang waits after its first failed attempt; each further
+	// failure doubles it up to MaxBackoff.
+	InitialBackoff, MaxBackoff time.Duration
+	// EventInterval is the least time between two events about one unplaceable gang.
+	EventInterval time.Duration
+}
+
+// Ledger tracks every gang the scheduler has seen. It is safe for concurrent use: the scheduling
+// cycle, binding goroutines (Permit timeouts, Unreserve) and informer handlers all report to it.
+type Ledger struct {
+	mu     sync.Mutex
+	clock  clock.PassiveClock
+	policy Policy
+	gangs  map[string]*gang
+}
+
+// gang is the ledger's record of one PodGang.
+type gang struct {
+	// epoch numbers the gang's attempts; a member admitted under an older epoch belongs to an
+	// attempt that was abandoned or already released.
+	epoch uint64
+	// attemptStart is when the current attempt assumed its first member.
+	attemptStart time.Time
+	// waiting are the members waiting at the Permit barrier.
+	waiting map[types.UID]struct{}
+	// deferred are members beyond their PodGroup's minReplicas, turned away until the quorum
+	// is placed.
+	deferred map[types.UID]struct{}
+	// failed counts, per PodGroup, members that found no node in the current attempt.
+	failed map[string]int32
+	// failures counts consecutive failed attempts; backoffUntil ends the current back-off.
+	failures     int
+	backoffUntil time.Time
+	// lastFailure is when the gang last failed an attempt: it queues behind gangs that did not.
+	lastFailure time.Time
+	// reason is why the gang is not placed ("" once it is); lastEvent when it was last told.
+	reason    string
+	lastEvent time.Time
+}
+
+// New returns an empty ledger.
+func New(c clock.PassiveClock, p Policy) *Ledger {
+	return &Ledger{clock: c, policy: p, gangs: map[string]*gang{}}
+}
+
+func (l *Ledger) get(key string) *gang {
+	g := l.gangs[key]
+	if g == nil {
+		g = &gang{epoch: 1, waiting: map[types.UID]struct{}{}, deferred: map[types.UID]struct{}{}, failed: map[string]int32{}}
+		l.gangs[key] = g
+	}
+	return g
+}
+
+// Kind is what the ledger says about a member about to be attempted.
+type Kind int
+
+const (
+	// Proceed: the member is part of the gang's quorum; place it and wait at the barrier.
+	Proceed Kind = iota
+	// Extra: the gang's quorum already has nodes; place the member without waiting.
+	Extra
+	// Defer: the member's PodGroup already has its quorum in this attempt; it is retried once
+	// the whole gang is placed, so extras never take the room of missing members.
+	Defer
+	// BackOff: the gang failed an attempt moments ago and waits before the next.
+	BackOff
+)
+
+// Verdict is the ledger's answer to Admit.
+type Verdict struct {
+	Kind Kind
+	// Epoch is the attempt the member joins.
+	Epoch uint64
+	// FirstOfAttempt is set when no member of the gang has a node yet in this attempt: the
+	// caller checks that the whole gang fits before placing this one.
+	FirstOfAttempt bool
+	// Message explains Defer and BackOff.
+	Message string
+	// Until is when a BackOff ends.
+	Until time.Time
+}
+
+// Admit decides what to do with a member that is about to be attempted. q is the gang now.
+func (l *Ledger) Admit(key string, uid types.UID, group string, q Quorum) Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.get(key)
+	now := l.clock.Now()
+	if now.Before(g.backoffUntil) {
+		return Verdict{Kind: BackOff, Until: g.backoffUntil, Message: fmt.Sprintf(
+			"the gang is backing off for %s after a failed attempt: %s", g.backoffUntil.Sub(now).Round(time.Millisecond), g.reason)}
+	}
+	if q.Held() {
+		return Verdict{Kind: Extra, Epoch: g.epoch}
+	}
+	if gs, ok := q.Group(group); ok && gs.Held() >= gs.Min {
+		g.deferred[uid] = struct{}{}
+		return Verdict{Kind: Defer, Epoch: g.epoch, Message: fmt.Sprintf(
+			"PodGroup %q already has its %d required pods; this one is placed after the rest of the gang: %s", group, gs.Min, q.Progress())}
+	}
+	return Verdict{Kind: Proceed, Epoch: g.epoch, FirstOfAttempt: q.Assumed() == 0}
+}
+
+// Reserve records that a member admitted under epoch got a node. It fails when that attempt was
+// abandoned in the meantime; first is set for the attempt's first member.
+func (l *Ledger) Reserve(key string, epoch uint64) (first bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.get(key)
+	if epoch != g.epoch {
+		return false, fmt.Errorf("the gang's attempt was abandoned: %s", g.reason)
+	}
+	if g.attemptStart.IsZero() {
+		g.attemptStart = l.clock.Now()
+		first = true
+	}
+	return first, nil
+}
+
+// PermitKind is what the barrier does with a member.
+type PermitKind int
+
+const (
+	// Allow: the quorum has nodes; let this member and every waiting one bind.
+	Allow PermitKind = iota
+	// Wait at the barrier.
+	Wait
+	// Reject: the member's attempt was abandoned.
+	Reject
+)
+
+// PermitVerdict is the barrier's answer.
+type PermitVerdict struct {
+	Kind PermitKind
+	// Release are waiting members to allow; Activate are deferred members to retry now.
+	Release, Activate []types.UID
+	Message           string
+}
+
+// Permit is the gang barrier. q counts the member itself as assumed.
+func (l *Ledger) Permit(key string, uid types.UID, epoch uint64, q Quorum) PermitVerdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.get(key)
+	if epoch != g.epoch {
+		return PermitVerdict{Kind: Reject, Message: fmt.Sprintf("the gang's attempt was abandoned: %s", g.reason)}
+	}
+	if !q.Held() {
+		g.waiting[uid] = struct{}{}
+		return PermitVerdict{Kind: Wait}
+	}
+	v := PermitVerdict{Kind: Allow, Release: keys(g.waiting), Activate: keys(g.deferred)}
+	// Members of a released attempt that lose their node later are retried on their own.
+	g.epoch++
+	g.waiting = map[types.UID]struct{}{}
+	g.deferred = map[types.UID]struct{}{}
+	g.failed = map[string]int32{}
+	g.attemptStart = time.Time{}
+	g.failures = 0
+	g.reason = ""
+	g.lastEvent = time.Time{}
+	return v
+}
+
+// Failure is an abandoned attempt: every waiting member is rejected at once so no capacity is
+// hoarded, and the gang backs off.
+type Failure struct {
+	Reject  []types.UID
+	Backoff time.Duration
+	Reason  string
+}
+
+// Lost records that a member admitted under epoch lost its node (Permit timeout, rejection,
+// failed binding). Before the barrier is released that abandons the attempt; after, the member
+// is simply retried as an extra. timeout is the gang's Permit timeout, used to tell a timeout
+// apart in the reason.
+func (l *Ledger) Lost(key string, uid types.UID, epoch uint64, q Quorum, timeout time.Duration) *Failure {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.get(key)
+	if epoch != g.epoch {
+		return nil
+	}
+	delete(g.waiting, uid)
+	reason := fmt.Sprintf("a member lost its node before the gang was complete; %s", q.Progress())
+	if waited := l.clock.Since(g.attemptStart); !g.attemptStart.IsZero() && waited >= timeout {
+		reason = fmt.Sprintf("timed out after %s at the Permit barrier; %s", timeout, q.Progress())
+	}
+	return l.fail(g, reason)
+}
+
+// NoNode records that a member admitted under epoch fits no node. When the gang can no longer
+// reach its quorum in this attempt and members hold nodes, the attempt is abandoned; a gang that
+// holds nothing simply stays pending (nothing is hoarded, no back-off needed).
+func (l *Ledger) NoNode(key, group string, epoch uint64, q Quorum, why string) *Failure {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.get(key)
+	if epoch != g.epoch {
+		return nil
+	}
+	g.failed[group]++
+	reachable := true
+	for _, gs := range q {
+		if gs.Present-g.failed[gs.Name] < gs.Min {
+			reachable = false
+		}
+	}
+	if reachable || q.Assumed() == 0 {
+		return nil
+	}
+	return l.fail(g, fmt.Sprintf("%s; %s", why, q.Progress()))
+}
+
+func (l *Ledger) fail(g *gang, reason string) *Failure {
+	now := l.clock.Now()
+	g.failures++
+	// Counting consecutive failures shows that the gang keeps being retried.
+	reason = fmt.Sprintf("attempt %d failed: %s", g.failures, reason)
+	f := &Failure{Reject: keys(g.waiting), Reason: reason}
+	g.epoch++
+	g.waiting = map[types.UID]struct{}{}
+	g.deferred = map[types.UID]struct{}{}
+	g.failed = map[string]int32{}
+	g.attemptStart = time.Time{}
+	f.Backoff = l.policy.InitialBackoff << min(g.failures-1, 20)
+	if f.Backoff > l.policy.MaxBackoff || f.Backoff <= 0 {
+		f.Backoff = l.policy.MaxBackoff
+	}
+	g.backoffUntil = now.Add(f.Backoff)
+	g.lastFailure = now
+	g.reason = reason
+	return f
+}
+
+// Unplaceable records why the gang cannot be placed now and reports whether to tell the user:
+// once when the gang becomes unplaceable, then at most every EventInterval.
+func (l *Ledger) Unplaceable(key, reason string) (tell bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.get(key)
+	g.reason = reason
+	now := l.clock.Now()
+	if g.lastEvent.IsZero() || now.Sub(g.lastEvent) >= l.policy.EventInterval {
+		g.lastEvent = now
+		return true
+	}
+	return false
+}
+
+// BackingOff returns when the gang's back-off ends and why it backs off; ok is false when it
+// does not.
+func (l *Ledger) BackingOff(key string) (until time.Time, reason string, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.gangs[key]
+	if g == nil || !l.clock.Now().Before(g.backoffUntil) {
+		return time.Time{}, "", false
+	}
+	return g.backoffUntil, g.reason, true
+}
+
+// Reason is why the gang is not placed, "" when nothing failed since it was last placed.
+func (l *Ledger) Reason(key string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g := l.gangs[key]; g != nil {
+		return g.reason
+	}
+	return ""
+}
+
+// LastFailure is when the gang last abandoned an attempt (zero if never). Queue order uses it so
+// that a failing gang goes behind the others.
+func (l *Ledger) LastFailure(key string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g := l.gangs[key]; g != nil {
+		return g.lastFailure
+	}
+	return time.Time{}
+}
+
+// Forget drops a deleted gang and returns its waiting members, to be rejected.
+func (l *Ledger) Forget(key string) []types.UID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.gangs[key]
+	delete(l.gangs, key)
+	if g == nil {
+		return nil
+	}
+	return keys(g.waiting)
+}
+
+func keys(m map[types.UID]struct{}) []types.UID {
+	out := make([]types.UID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

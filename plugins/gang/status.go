@@ -1,0 +1,236 @@
+package gang
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+)
+
+// statusWriter keeps PodGang status current off the scheduling path: the Scheduled condition,
+// the phase and the placement score, written by server-side apply so the operator's conditions
+// are left alone. Updates of one gang are coalesced by a work queue.
+type statusWriter struct {
+	gangs    *gangcache.Shared
+	ledger   *ledger.Ledger
+	nodes    corelisters.NodeLister
+	recorder events.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
+	// written remembers the last status applied per gang (touched by the one worker only), so
+	// that a write the informer has not shown yet is not repeated.
+	written map[string]writtenStatus
+}
+
+type writtenStatus struct {
+	status desiredStatus
+	at     time.Time
+}
+
+// informerLag bounds how long a written status may take to show in the informer.
+const informerLag = 10 * time.Second
+
+// coalesceDelay lets a burst of bindings of one gang turn into one status write.
+const coalesceDelay = 200 * time.Millisecond
+
+func newStatusWriter(gangs *gangcache.Shared, l *ledger.Ledger, nodes corelisters.NodeLister, recorder events.EventRecorder) *statusWriter {
+	return &statusWriter{
+		gangs: gangs, ledger: l, nodes: nodes, recorder: recorder, written: map[string]writtenStatus{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "grove-podgang-status"}),
+	}
+}
+
+func (w *statusWriter) enqueue(key string) { w.queue.AddAfter(key, coalesceDelay) }
+
+func (w *statusWriter) run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		w.queue.ShutDown()
+	}()
+	for {
+		key, quit := w.queue.Get()
+		if quit {
+			return
+		}
+		if err := w.sync(ctx, key); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).V(2).Info("Failed to update PodGang status", "podGang", key, "err", err)
+			w.queue.AddRateLimited(key)
+		} else {
+			w.queue.Forget(key)
+		}
+		w.queue.Done(key)
+	}
+}
+
+func podGangRef(pg *v1alpha1.PodGang) *v1.ObjectReference {
+	return &v1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGang",
+		Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID}
+}
+
+// event tells the user, once, why a gang cannot be placed.
+func (w *statusWriter) event(key, reason string) {
+	if w.recorder == nil {
+		return
+	}
+	if g, ok := w.gangs.Get(key); ok {
+		w.recorder.Eventf(podGangRef(g.PodGang), nil, v1.EventTypeWarning, common.EventReasonGangUnschedulable, "Scheduling", "%s", reason)
+	}
+}
+
+// desiredStatus is what grove-scheduler owns in PodGang status.
+type desiredStatus struct {
+	phase          v1alpha1.PodGangPhase
+	condition      *metav1.Condition
+	placementScore *float64
+}
+
+func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
+	pg := g.PodGang
+	var bound, required int32
+	running := true
+	for _, gs := range g.Quorum {
+		bound += min(gs.Bound, gs.Min)
+		required += gs.Min
+		running = running && g.Running[gs.Name] >= gs.Min
+	}
+	d := desiredStatus{phase: v1alpha1.PodGangPhasePending}
+	cond := metav1.Condition{Type: v1alpha1.PodGangConditionScheduled, ObservedGeneration: pg.Generation}
+	existing := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionScheduled)
+	reason := w.ledger.Reason(gangcache.KeyOf(pg))
+	switch {
+	case g.Quorum.Bound():
+		cond.Status, cond.Reason = metav1.ConditionTrue, common.ReasonSufficientScheduledPods
+		cond.Message = fmt.Sprintf("%d of %d required pods are bound", bound, required)
+		d.phase = v1alpha1.PodGangPhaseStarting
+		if running {
+			d.phase = v1alpha1.PodGangPhaseRunning
+		}
+		d.placementScore = w.placementScore(g)
+	case reason != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonUnschedulable, reason
+	case existing != nil || bound > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, common.ReasonInsufficientScheduledPods
+		cond.Message = fmt.Sprintf("%d of %d required pods are bound", bound, required)
+	default:
+		// Not attempted yet: nothing to say.
+		return desiredStatus{}
+	}
+	if len(cond.Message) > 32000 {
+		cond.Message = cond.Message[:32000]
+	}
+	cond.LastTransitionTime = metav1.NewTime(time.Now())
+	if existing != nil && existing.Status == cond.Status {
+		cond.LastTransitionTime = existing.LastTransitionTime
+	}
+	d.condition = &cond
+	return d
+}
+
+// placementScore rates the locality of a placed gang by its narrowest gang-wide pack key: 1.0
+// when every bound member shares one domain, 1/n across n domains. Gangs without a gang-wide
+// key get none.
+func (w *statusWriter) placementScore(g gangcache.Gang) *float64 {
+	tc := g.PodGang.Spec.TopologyConstraint
+	key := tc.Preferred()
+	if key == "" {
+		key = tc.Required()
+	}
+	if key == "" {
+		return nil
+	}
+	domains := map[string]struct{}{}
+	for _, nodeNames := range w.gangs.BoundNodes(gangcache.KeyOf(g.PodGang)) {
+		for _, name := range nodeNames {
+			node, err := w.nodes.Get(name)
+			if err != nil {
+				continue
+			}
+			domains[node.Labels[key]] = struct{}{}
+		}
+	}
+	if len(domains) == 0 {
+		return nil
+	}
+	score := 1 / float64(len(domains))
+	return &score
+}
+
+func (w *statusWriter) sync(ctx context.Context, key string) error {
+	g, ok := w.gangs.Get(key)
+	if !ok {
+		delete(w.written, key)
+		return nil
+	}
+	d := w.desired(g)
+	if d.condition == nil {
+		return nil
+	}
+	pg := g.PodGang
+	existing := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionScheduled)
+	current := desiredStatus{phase: pg.Status.Phase, condition: existing, placementScore: pg.Status.PlacementScore}
+	last, wrote := w.written[key]
+	if current.equal(d) || wrote && last.status.equal(d) && time.Since(last.at) < informerLag {
+		return nil
+	}
+	wasScheduled := existing != nil && existing.Status == metav1.ConditionTrue ||
+		wrote && last.status.condition.Status == metav1.ConditionTrue
+	status := map[string]any{"phase": d.phase, "conditions": []metav1.Condition{*d.condition}}
+	if d.placementScore != nil {
+		status["placementScore"] = *d.placementScore
+	}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
+		"kind":       "PodGang",
+		"metadata":   map[string]string{"name": pg.Name, "namespace": pg.Namespace},
+		"status":     status,
+	})
+	if err != nil {
+		return err
+	}
+	err = w.gangs.Client.Patch(types.ApplyPatchType).Namespace(pg.Namespace).Resource("podgangs").Name(pg.Name).
+		SubResource("status").Param("fieldManager", common.SchedulerFieldManager).Param("force", "true").
+		Body(body).Do(ctx).Error()
+	if apierrors.IsNotFound(err) {
+		delete(w.written, key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	w.written[key] = writtenStatus{status: d, at: time.Now()}
+	if d.condition.Status == metav1.ConditionTrue && !wasScheduled && w.recorder != nil {
+		w.recorder.Eventf(podGangRef(pg), nil, v1.EventTypeNormal, common.EventReasonGangScheduled, "Scheduling", "%s", d.condition.Message)
+	}
+	return nil
+}
+
+func (d desiredStatus) equal(o desiredStatus) bool {
+	if d.condition == nil || o.condition == nil {
+		return d.condition == nil && o.condition == nil
+	}
+	return d.phase == o.phase && sameScore(d.placementScore, o.placementScore) &&
+		d.condition.Status == o.condition.Status && d.condition.Reason == o.condition.Reason &&
+		d.condition.Message == o.condition.Message && d.condition.ObservedGeneration == o.condition.ObservedGeneration
+}
+
+func sameScore(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}

@@ -1,0 +1,466 @@
+// Package gangcache is grove-scheduler's view of PodGangs and their member pods, shared by the
+// gang and topology plugins of a profile. It is fed by informers (PodGangs, pods) and by the
+// plugins themselves (which member got a node), and keeps per-PodGroup counts current so that
+// the quorum questions asked on every scheduling cycle cost O(PodGroups), not O(members).
+package gangcache
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+)
+
+// GangKey names a pod's PodGang as "<namespace>/<name>" and returns its PodGroup; ok is false
+// for pods that belong to no gang.
+func GangKey(pod *v1.Pod) (key, group string, ok bool) {
+	name, ok := pod.Labels[common.LabelPodGang]
+	if !ok || name == "" {
+		return "", "", false
+	}
+	return pod.Namespace + "/" + name, pod.Labels[common.LabelPodClique], true
+}
+
+// signerName keys gang membership in pod signatures.
+const signerName = "grove.io/PodGang.PodGroup"
+
+// SignFragments are what gang membership adds to a pod's scheduling signature: members of one
+// PodGroup of one gang are interchangeable, members of different gangs are not, and pods outside
+// gangs add nothing (so the scheduler's batching of them is unaffected).
+func SignFragments(pod *v1.Pod) []fwk.SignFragment {
+	key, group, ok := GangKey(pod)
+	if !ok {
+		return nil
+	}
+	return []fwk.SignFragment{{Key: signerName, Value: key + "/" + group}}
+}
+
+// KeyOf is the key of a PodGang.
+func KeyOf(pg *v1alpha1.PodGang) string { return pg.Namespace + "/" + pg.Name }
+
+// Event tells listeners what changed about a gang.
+type Event int
+
+const (
+	// GangChanged: the PodGang was created or its spec changed (status updates are not told).
+	GangChanged Event = iota
+	// GangDeleted: the PodGang is gone.
+	GangDeleted
+	// QuorumPresent: every PodGroup now has minReplicas members present and ungated.
+	QuorumPresent
+	// MembersChanged: a member was bound, deleted or started running.
+	MembersChanged
+)
+
+// Listener is told about changes after the cache is updated, outside its lock.
+type Listener func(key string, ev Event)
+
+type placement int
+
+const (
+	pending placement = iota
+	assumed
+	bound
+)
+
+type member struct {
+	pod     *v1.Pod
+	group   string
+	present bool
+	state   placement
+	node    string
+	running bool
+}
+
+type groupCounts struct {
+	present, assumed, bound, running int32
+	// shape is the request of the group's members (they share a pod template).
+	shape    capacity.Resources
+	hasShape bool
+}
+
+type entry struct {
+	podGang       *v1alpha1.PodGang
+	members       map[types.UID]*member
+	groups        map[string]*groupCounts
+	quorumPresent bool
+}
+
+// Cache holds the gangs. Its methods are safe for concurrent use.
+type Cache struct {
+	mu        sync.RWMutex
+	gangs     map[string]*entry
+	listeners []Listener
+}
+
+// New returns an empty cache; Start wires it to informers.
+func New() *Cache { return &Cache{gangs: map[string]*entry{}} }
+
+// AddListener registers l for every later change.
+func (c *Cache) AddListener(l Listener) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listeners = append(c.listeners, l)
+}
+
+func (c *Cache) notify(key string, events ...Event) {
+	c.mu.RLock()
+	ls := c.listeners
+	c.mu.RUnlock()
+	for _, ev := range events {
+		for _, l := range ls {
+			l(key, ev)
+		}
+	}
+}
+
+func (c *Cache) entry(key string) *entry {
+	e := c.gangs[key]
+	if e == nil {
+		e = &entry{members: map[types.UID]*member{}, groups: map[string]*groupCounts{}}
+		c.gangs[key] = e
+	}
+	return e
+}
+
+func (e *entry) counts(group string) *groupCounts {
+	g := e.groups[group]
+	if g == nil {
+		g = &groupCounts{}
+		e.groups[group] = g
+	}
+	return g
+}
+
+func (e *entry) add(m *member, sign int32) {
+	g := e.counts(m.group)
+	if m.present {
+		g.present += sign
+	}
+	switch m.state {
+	case assumed:
+		g.assumed += sign
+	case bound:
+		g.bound += sign
+	}
+	if m.running {
+		g.running += sign
+	}
+	if sign > 0 && !g.hasShape {
+		g.shape, g.hasShape = capacity.PodShape(m.pod), true
+	}
+}
+
+// setMember replaces the member's record, keeping the counts right.
+func (e *entry) setMember(uid types.UID, m *member) {
+	if old := e.members[uid]; old != nil {
+		e.add(old, -1)
+	}
+	if m == nil {
+		delete(e.members, uid)
+		return
+	}
+	e.members[uid] = m
+	e.add(m, +1)
+}
+
+// updateQuorumPresent reports whether the gang's quorum just became present.
+func (e *entry) updateQuorumPresent() bool {
+	was := e.quorumPresent
+	e.quorumPresent = e.podGang != nil
+	if e.podGang != nil {
+		for _, pg := range e.podGang.Spec.PodGroups {
+			if g := e.groups[pg.Name]; (g == nil && pg.MinReplicas > 0) || (g != nil && g.present < pg.MinReplicas) {
+				e.quorumPresent = false
+				break
+			}
+		}
+	}
+	return e.quorumPresent && !was
+}
+
+func (e *entry) empty() bool { return e.podGang == nil && len(e.members) == 0 }
+
+func isPresent(pod *v1.Pod) bool {
+	return pod.DeletionTimestamp == nil && len(pod.Spec.SchedulingGates) == 0
+}
+
+// UpsertPod records a member pod as the informer sees it. A node the scheduler assumed for the
+// pod is kept until the pod shows as bound.
+func (c *Cache) UpsertPod(pod *v1.Pod) {
+	if key, events := c.upsertPod(pod); len(events) > 0 {
+		c.notify(key, events...)
+	}
+}
+
+func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
+	key, group, ok := GangKey(pod)
+	if !ok {
+		return "", nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entry(key)
+	m := &member{pod: pod, group: group, present: isPresent(pod), running: pod.Status.Phase == v1.PodRunning}
+	old := e.members[pod.UID]
+	switch {
+	case pod.Spec.NodeName != "":
+		m.state, m.node = bound, pod.Spec.NodeName
+	case old != nil && old.state != pending:
+		m.state, m.node = old.state, old.node
+	}
+	changed := old == nil || old.state != m.state || old.running != m.running || old.present != m.present
+	e.setMember(pod.UID, m)
+	var events []Event
+	if e.updateQuorumPresent() {
+		events = append(events, QuorumPresent)
+	}
+	if changed && old != nil {
+		events = append(events, MembersChanged)
+	}
+	return key, events
+}
+
+// AddPodIfMissing records a pod the cache has not seen yet: the scheduling queue may hand a pod
+// to PreEnqueue before the cache's own informer handler ran. PreEnqueue runs under the queue's
+// lock, so listeners (which may activate pods in that queue) are told from another goroutine.
+func (c *Cache) AddPodIfMissing(pod *v1.Pod) {
+	key, _, ok := GangKey(pod)
+	if !ok {
+		return
+	}
+	c.mu.RLock()
+	e := c.gangs[key]
+	known := e != nil && e.members[pod.UID] != nil
+	c.mu.RUnlock()
+	if known {
+		return
+	}
+	if key, events := c.upsertPod(pod); len(events) > 0 {
+		go c.notify(key, events...)
+	}
+}
+
+// DeletePod forgets a member pod.
+func (c *Cache) DeletePod(pod *v1.Pod) {
+	key, _, ok := GangKey(pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	e := c.gangs[key]
+	if e == nil || e.members[pod.UID] == nil {
+		c.mu.Unlock()
+		return
+	}
+	e.setMember(pod.UID, nil)
+	e.updateQuorumPresent()
+	if e.empty() {
+		delete(c.gangs, key)
+	}
+	c.mu.Unlock()
+	c.notify(key, MembersChanged)
+}
+
+// UpsertPodGang records a PodGang.
+func (c *Cache) UpsertPodGang(pg *v1alpha1.PodGang) {
+	key := KeyOf(pg)
+	c.mu.Lock()
+	e := c.entry(key)
+	specChanged := e.podGang == nil || e.podGang.Generation != pg.Generation
+	e.podGang = pg
+	becamePresent := e.updateQuorumPresent()
+	c.mu.Unlock()
+	var events []Event
+	if specChanged {
+		events = append(events, GangChanged)
+	}
+	if becamePresent {
+		events = append(events, QuorumPresent)
+	}
+	c.notify(key, events...)
+}
+
+// DeletePodGang forgets a PodGang (its members stay known until they are deleted).
+func (c *Cache) DeletePodGang(namespace, name string) {
+	key := namespace + "/" + name
+	c.mu.Lock()
+	if e := c.gangs[key]; e != nil {
+		e.podGang = nil
+		e.quorumPresent = false
+		if e.empty() {
+			delete(c.gangs, key)
+		}
+	}
+	c.mu.Unlock()
+	c.notify(key, GangDeleted)
+}
+
+// setPlacement moves a member to state on node; the member is recorded from pod when unknown.
+func (c *Cache) setPlacement(pod *v1.Pod, state placement, node string) {
+	key, group, ok := GangKey(pod)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	e := c.entry(key)
+	old := e.members[pod.UID]
+	m := &member{pod: pod, group: group, present: isPresent(pod), state: state, node: node}
+	if old != nil {
+		cp := *old
+		m = &cp
+		if old.state == bound && state != bound {
+			// The informer already saw the binding: that is final.
+			c.mu.Unlock()
+			return
+		}
+		m.state, m.node = state, node
+	}
+	e.setMember(pod.UID, m)
+	e.updateQuorumPresent()
+	c.mu.Unlock()
+	if state == bound {
+		c.notify(key, MembersChanged)
+	}
+}
+
+// Assume records that the scheduler reserved node for the member.
+func (c *Cache) Assume(pod *v1.Pod, node string) { c.setPlacement(pod, assumed, node) }
+
+// Forget records that the member lost its reserved node.
+func (c *Cache) Forget(pod *v1.Pod) { c.setPlacement(pod, pending, "") }
+
+// Bind records that the member was bound to node (before the informer shows it).
+func (c *Cache) Bind(pod *v1.Pod, node string) { c.setPlacement(pod, bound, node) }
+
+// Gang is a consistent read of one gang.
+type Gang struct {
+	PodGang *v1alpha1.PodGang
+	// Quorum has the PodGang's PodGroups in spec order.
+	Quorum ledger.Quorum
+	// Running counts running members per PodGroup.
+	Running map[string]int32
+}
+
+// Get returns the gang of key; ok is false while its PodGang is unknown.
+func (c *Cache) Get(key string) (Gang, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil || e.podGang == nil {
+		return Gang{}, false
+	}
+	g := Gang{PodGang: e.podGang, Quorum: make(ledger.Quorum, 0, len(e.podGang.Spec.PodGroups)), Running: map[string]int32{}}
+	for _, pg := range e.podGang.Spec.PodGroups {
+		gs := ledger.GroupState{Name: pg.Name, Min: pg.MinReplicas}
+		if counts := e.groups[pg.Name]; counts != nil {
+			gs.Present, gs.Assumed, gs.Bound = counts.present, counts.assumed, counts.bound
+			g.Running[pg.Name] = counts.running
+		}
+		g.Quorum = append(g.Quorum, gs)
+	}
+	return g, true
+}
+
+// Shape is the resource request of one member of the PodGroup.
+func (c *Cache) Shape(key, group string) (capacity.Resources, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e := c.gangs[key]; e != nil {
+		if g := e.groups[group]; g != nil && g.hasShape {
+			return g.shape, true
+		}
+	}
+	return capacity.Resources{}, false
+}
+
+// Pending returns the present members that have no node, to be (re)activated in the queue.
+func (c *Cache) Pending(key string) []*v1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for _, m := range e.members {
+		if m.state == pending && m.present {
+			out = append(out, m.pod)
+		}
+	}
+	return out
+}
+
+// Members returns the members with the given UIDs that are still known.
+func (c *Cache) Members(key string, uids []types.UID) []*v1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil {
+		return nil
+	}
+	out := make([]*v1.Pod, 0, len(uids))
+	for _, uid := range uids {
+		if m := e.members[uid]; m != nil {
+			out = append(out, m.pod)
+		}
+	}
+	return out
+}
+
+// Assumed returns the members that hold an assumed (not yet bound) node.
+func (c *Cache) Assumed(key string) []*v1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil {
+		return nil
+	}
+	var out []*v1.Pod
+	for _, m := range e.members {
+		if m.state == assumed {
+			out = append(out, m.pod)
+		}
+	}
+	return out
+}
+
+// HeldNodes lists, per PodGroup, the nodes of members that are assumed or bound.
+func (c *Cache) HeldNodes(key string) map[string][]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, m := range e.members {
+		if m.state != pending && m.node != "" {
+			out[m.group] = append(out[m.group], m.node)
+		}
+	}
+	return out
+}
+
+// BoundNodes lists the nodes of bound members per PodGroup.
+func (c *Cache) BoundNodes(key string) map[string][]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, m := range e.members {
+		if m.state == bound {
+			out[m.group] = append(out[m.group], m.node)
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package gangcache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+)
+
+// Shared is a profile's gang cache with the client and informer that feed it.
+type Shared struct {
+	*Cache
+	// Client reads and writes PodGangs (status included).
+	Client rest.Interface
+	synced cache.InformerSynced
+}
+
+// Synced reports whether the PodGang informer has listed once. Until then a missing PodGang may
+// simply not be known yet.
+func (s *Shared) Synced() bool { return s.synced() }
+
+var (
+	sharedMu sync.Mutex
+	byHandle = map[fwk.Handle]*Shared{}
+)
+
+// For returns the gang cache of the profile behind h, starting it on first use. The gang and
+// topology plugins of one profile share it. It never blocks on the PodGang CRD: if the CRD is
+// not installed yet, the informer keeps retrying in the background and gangs stay unknown.
+func For(ctx context.Context, h fwk.Handle) (*Shared, error) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if s := byHandle[h]; s != nil {
+		return s, nil
+	}
+	if h.KubeConfig() == nil {
+		return nil, fmt.Errorf("the scheduler gave the plugin no kubeconfig to watch PodGangs with")
+	}
+	client, err := NewPodGangClient(h.KubeConfig())
+	if err != nil {
+		return nil, err
+	}
+	c := New()
+	podGangs := cache.NewSharedIndexInformer(
+		cache.NewListWatchFromClient(client, "podgangs", metav1.NamespaceAll, fields.Everything()),
+		&v1alpha1.PodGang{}, 0, cache.Indexers{})
+	if _, err := podGangs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.UpsertPodGang(obj.(*v1alpha1.PodGang)) },
+		UpdateFunc: func(_, obj any) { c.UpsertPodGang(obj.(*v1alpha1.PodGang)) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pg, ok := obj.(*v1alpha1.PodGang); ok {
+				c.DeletePodGang(pg.Namespace, pg.Name)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	// The scheduler's own pod informer: started by the scheduler after the plugins are built.
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			pod, ok := obj.(*v1.Pod)
+			if !ok {
+				return false
+			}
+			_, _, member := GangKey(pod)
+			return member
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.UpsertPod(obj.(*v1.Pod)) },
+			UpdateFunc: func(_, obj any) { c.UpsertPod(obj.(*v1.Pod)) },
+			DeleteFunc: func(obj any) {
+				if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tomb.Obj
+				}
+				c.DeletePod(obj.(*v1.Pod))
+			},
+		},
+	}); err != nil {
+		return nil, err
+	}
+	s := &Shared{Cache: c, Client: client, synced: podGangs.HasSynced}
+	byHandle[h] = s
+	go podGangs.RunWithContext(ctx)
+	go func() {
+		<-ctx.Done()
+		sharedMu.Lock()
+		delete(byHandle, h)
+		sharedMu.Unlock()
+		klog.FromContext(ctx).V(4).Info("Stopped the gang cache")
+	}()
+	return s, nil
+}
+
+// NewPodGangClient returns a REST client for scheduler.grove.io/v1alpha1.
+func NewPodGangClient(cfg *rest.Config) (*rest.RESTClient, error) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &v1alpha1.SchemeGroupVersion
+	c.APIPath = "/apis"
+	c.ContentType = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientFor(c)
+}
