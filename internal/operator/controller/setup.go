@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +26,7 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podcliquescalinggroup"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podcliqueset"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // EventSource is the reporting controller of grove-operator's events.
@@ -36,6 +38,8 @@ const EventSource = "grove-operator"
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
+		// Only the ResourceClaims of resource sharing, not those the scheduler makes for pods.
+		&resourcev1.ResourceClaim{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
 		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{
 			apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelComponentKey: apicommon.ComponentStartupWaiterToken,
 		})},
@@ -73,17 +77,20 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		return o
 	}
 	c := cfg.Controllers
+	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
 		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+		Claims: claims,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
-	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient()}).
+	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Claims: claims}).
 		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}
 	if err := (&podclique.Reconciler{
 		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
+		Claims:             claims,
 		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {
 		return fmt.Errorf("setting up the PodClique controller: %w", err)

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // PodCliqueSetReplicaName is "<pcs>-<replica>": the headless Service and the base PodGang.
@@ -89,6 +91,22 @@ func AllReplicasResourceClaimName(owner, template string) string {
 // PerReplicaResourceClaimName is "<owner>-<replica>-<template>".
 func PerReplicaResourceClaimName(owner string, replica int, template string) string {
 	return fmt.Sprintf("%s-%d-%s", owner, replica, template)
+}
+
+// PodResourceClaimName is the name under which a pod lists a ResourceClaim (its
+// spec.resourceClaims entry, referenced by the containers' resources.claims). That name must
+// be a DNS label: it is the claim name when that is one, otherwise a shortened form with a
+// hash of the claim name, so different claims never share an entry.
+func PodResourceClaimName(claim string) string {
+	if len(validation.IsDNS1123Label(claim)) == 0 {
+		return claim
+	}
+	sum := sha256.Sum256([]byte(claim))
+	prefix := strings.Trim(strings.ReplaceAll(claim[:min(len(claim), 29)], ".", "-"), "-")
+	if prefix == "" {
+		return fmt.Sprintf("claim-h%x", sum[:16])
+	}
+	return fmt.Sprintf("%s-h%x", prefix, sum[:16])
 }
 
 // KoordinatorPodGroupName is "<podgang>-<podgroup>", shortened (ShortenLabelValue) when longer

@@ -52,6 +52,21 @@ func TestShortenLabelValue(t *testing.T) {
 	assert.NotEqual(t, got, ShortenLabelValue(strings.Repeat("a", 79)+"b"), "different long values stay distinct")
 }
 
+func TestPodResourceClaimNameIsADNSLabel(t *testing.T) {
+	assert.Equal(t, "disagg-0-router-2-gpu", PodResourceClaimName("disagg-0-router-2-gpu"), "a DNS label is kept")
+
+	long := "disaggregated-inference-0-workers-12-prefill-all-gpu-partitions"
+	dotted := "disagg-all-gpu.example.com"
+	for _, claim := range []string{long, long + "x", dotted, ".a"} {
+		got := PodResourceClaimName(claim)
+		assert.LessOrEqual(t, len(got), 63, claim)
+		assert.Regexp(t, `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, got, claim)
+	}
+	assert.True(t, strings.HasPrefix(PodResourceClaimName(dotted), "disagg-all-gpu-example-com-h"), PodResourceClaimName(dotted))
+	assert.NotEqual(t, PodResourceClaimName(long+"a"), PodResourceClaimName(long+"b"), "different claims keep different entries")
+	assert.NotEqual(t, PodResourceClaimName("a.b-all-x"), PodResourceClaimName("a-b-all-x"), "sanitising never merges two claims")
+}
+
 func TestShortenNameKeepsADNSSubdomainLength(t *testing.T) {
 	assert.Equal(t, "disagg-0-router", ShortenName("disagg-0-router"))
 	long := strings.Repeat("a", 300)

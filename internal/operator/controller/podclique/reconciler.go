@@ -23,6 +23,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // Reconciler reconciles PodCliques.
@@ -31,6 +32,8 @@ type Reconciler struct {
 	Registry     *backend.Registry
 	Expectations *expectations.Store
 	Recorder     events.EventRecorder
+	// Claims keeps the ResourceClaims of the clique's own resourceSharing entries.
+	Claims *resourceclaim.Syncer
 	// StartupWaiterImage runs `grove-operator wait-for-cliques` in pods with parent PodCliques.
 	StartupWaiterImage string
 }
@@ -56,8 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	syncErr := r.syncPods(ctx, req.String(), pclq, pods)
+	claimsErr := r.syncClaims(ctx, req.String(), pclq, pods)
 	statusErr := r.updateStatus(ctx, pclq, pods)
-	return reconcile.Result{}, errors.Join(syncErr, statusErr)
+	return reconcile.Result{}, errors.Join(syncErr, claimsErr, statusErr)
 }
 
 // listPods lists the PodClique's pods from the cache.
@@ -152,8 +156,13 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 		return err
 	}
 	indices := lowestFreeIndices(used, n)
+	claims, err := r.podClaims(ctx, pcs, pclq, indices)
+	if err != nil {
+		return fmt.Errorf("PodClique %s: resource claims: %w", pclq.Name, err)
+	}
 	created, err := common.SlowStart(ctx, n, func(ctx context.Context, i int) error {
 		pod := buildPod(pclq, place, indices[i], b)
+		resourceclaim.Inject(&pod.Spec, claims.ForPod(indices[i]))
 		withStartupWaiter(pod, waiter, waiterVolume)
 		if err := r.Client.Create(ctx, pod); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -21,6 +22,7 @@ import (
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // ControllerName names the controller (and its events).
@@ -29,6 +31,7 @@ const ControllerName = "podclique"
 // SetupWithManager registers the controller and its watches:
 //   - PodCliques: spec (generation), labels (PodGang, template hash) and deletion;
 //   - their pods: every change, and the informer's sightings settle the expectations;
+//   - owned ResourceClaims: deletion (a wanted claim is made again, a stale one is gone);
 //   - PodGangs: when a gang lists pods, its PodCliques may ungate them;
 //   - base-gang PodCliques: when their scheduled count changes, the scaled gangs that wait
 //     for them may ungate;
@@ -41,6 +44,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		For(&corev1alpha1.PodClique{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, common.DeletionChanged{}))).
 		Watches(&corev1.Pod{}, r.podEvents()).
+		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&schedv1alpha1.PodGang{}, handler.EnqueueRequestsFromMapFunc(podGangToPodCliques),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(r.scaledGangCliques),

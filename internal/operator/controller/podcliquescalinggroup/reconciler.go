@@ -18,11 +18,14 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
 	Client client.Client
+	// Claims keeps the ResourceClaims of the scaling group's resourceSharing entries.
+	Claims *resourceclaim.Syncer
 }
 
 // Reconcile makes a scaling group's PodCliques match its replicas and reports its status.
@@ -55,7 +58,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	pcs = pcs.DeepCopy()
 	corev1alpha1.SetDefaultsPodCliqueSet(pcs)
-	syncErr := r.syncMembers(ctx, pcs, pcsg, members)
+	// The group's claims exist before its members' pods reference them.
+	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
+	if syncErr == nil {
+		syncErr = r.syncMembers(ctx, pcs, pcsg, members)
+	}
 	if syncErr == nil {
 		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
 	}

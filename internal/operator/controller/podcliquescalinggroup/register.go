@@ -3,6 +3,7 @@ package podcliquescalinggroup
 import (
 	"context"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // ControllerName names the controller (and its events).
@@ -23,6 +25,7 @@ const ControllerName = "podcliquescalinggroup"
 // SetupWithManager registers the controller and its watches:
 //   - PodCliqueScalingGroups: spec (replicas via /scale) and deletion;
 //   - their PodCliques: creation, deletion, spec drift and status (replica availability);
+//   - owned ResourceClaims: deletion (a wanted claim is made again);
 //   - PodCliqueSets: a template change reaches the members; a rolling update reaching the
 //     group's replica starts replacing its outdated replicas.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
@@ -34,6 +37,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Owns(&corev1alpha1.PodClique{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
 			common.StatusChanged[*corev1alpha1.PodClique]{Status: func(p *corev1alpha1.PodClique) any { return p.Status }}))).
+		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.scalingGroupsOf),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, common.ReplicaBeingUpdatedChanged{}))).
 		Complete(r)

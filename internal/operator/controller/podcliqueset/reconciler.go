@@ -25,6 +25,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // Reconciler reconciles PodCliqueSets.
@@ -34,6 +35,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// TopologyAwareScheduling decides whether constraints are translated at all.
 	TopologyAwareScheduling configv1alpha1.TopologyAwareSchedulingConfiguration
+	// Claims keeps the ResourceClaims of the PodCliqueSet's resourceSharing entries.
+	Claims *resourceclaim.Syncer
 
 	// syncedPodGangs remembers the generation of each PodGang the backend last synced, so
 	// SyncPodGang runs once per create or spec change and again after a failure.
@@ -88,7 +91,7 @@ func (s *state) translated() topology.Translated {
 
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
-		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r},
+		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r}, &resourceClaims{r},
 		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/topology"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
 // ControllerName names the controller (and its events).
@@ -36,6 +38,7 @@ const IndexTopologyName = "grove.io/topologyName"
 //   - pods of the PodCliqueSet: existence, labels and deletion (PodGang membership);
 //   - owned PodGangs, HorizontalPodAutoscalers, Services, ServiceAccounts, Roles,
 //     RoleBindings: deletion and spec drift;
+//   - owned ResourceClaims: deletion;
 //   - ClusterTopologies: the PodCliqueSets whose constraints name them.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexTopologyName, func(obj client.Object) []string {
@@ -75,6 +78,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&corev1.Secret{}, deletion).
 		Owns(&rbacv1.Role{}, deletion).
 		Owns(&rbacv1.RoleBinding{}, deletion).
+		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfTopology)).
 		Complete(r)
 }

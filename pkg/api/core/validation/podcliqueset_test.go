@@ -336,6 +336,10 @@ func TestResourceSharingRejections(t *testing.T) {
 		{"scaling group filter names a non-member", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].ResourceSharing[0].Filter.ChildCliqueNames = []string{"router"}
 		}, []fieldErr{"NotSupported spec.template.podCliqueScalingGroups[0].resourceSharing[0].filter.childCliqueNames[0]"}},
+		{"external template name is not an object name", func(p *corev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].ResourceSharing[1].Name = "Shared_GPU"
+			p.Spec.Template.ResourceSharing[0].Name = "no_such_inline"
+		}, []fieldErr{"Invalid spec.template.cliques[0].resourceSharing[1].name", "Invalid spec.template.resourceSharing[0].name"}},
 		{"empty scaling group filter", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].ResourceSharing[0].Filter.ChildCliqueNames = nil
 		}, []fieldErr{"Required spec.template.podCliqueScalingGroups[0].resourceSharing[0].filter"}},

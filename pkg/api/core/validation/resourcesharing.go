@@ -104,6 +104,12 @@ func validateSharingList[T any](list []T, base func(T) corev1alpha1.ResourceShar
 			errs = append(errs, field.Duplicate(ip.Child("name"), s.Name))
 		}
 		seen.Insert(s.Name)
+		if s.Name != "" && (s.Namespace != "" || !inline.Has(s.Name)) {
+			// It names a ResourceClaimTemplate object.
+			for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
+				errs = append(errs, field.Invalid(ip.Child("name"), s.Name, msg+" (it names a ResourceClaimTemplate)"))
+			}
+		}
 		if s.Namespace != "" {
 			if inline.Has(s.Name) {
 				errs = append(errs, field.Invalid(ip.Child("namespace"), s.Namespace,

@@ -1,0 +1,21 @@
+package podcliqueset
+
+import (
+	"context"
+)
+
+// resourceClaims keeps the ResourceClaims of the PodCliqueSet's own resourceSharing entries
+// (hierarchical resource sharing with DRA): one per AllReplicas entry and one per replica for a
+// PerReplica entry, owned by the PodCliqueSet. They come before the PodCliques whose pods use
+// them. Claims of scaling-group and clique entries belong to those controllers.
+type resourceClaims struct{ r *Reconciler }
+
+func (*resourceClaims) Name() string { return "resource-claim" }
+
+func (c *resourceClaims) Sync(ctx context.Context, st *state) error {
+	return c.r.Claims.SyncPodCliqueSet(ctx, st.pcs)
+}
+
+// Delete leaves the claims to the garbage collector: they are owned by the PodCliqueSet and
+// may still be reserved by pods that are shutting down.
+func (*resourceClaims) Delete(context.Context, *state) error { return nil }
