@@ -1,6 +1,7 @@
 // benchratio prints the SchedulingThroughput of every scheduler_perf workload found in the JSON
-// files it is given and its ratio to the Plain (kube-scheduler default profile) workload of the
-// same node count from the same files.
+// files it is given and its ratio to the baseline of the same node count from the same files:
+// the mean of the Plain workloads (kube-scheduler's default profile), which a run measures before
+// and after the gang workloads.
 //
 //	go run ./e2e/bench/benchratio results/BenchmarkPerfScheduling_benchmark_grove_*.json
 package main
@@ -60,14 +61,19 @@ func main() {
 		fail(fmt.Errorf("no SchedulingThroughput data items in %v", os.Args[1:]))
 	}
 	sort.SliceStable(results, func(i, j int) bool { return results[i].name < results[j].name })
-	baseline := map[string]float64{}
+	sums, counts := map[string]float64{}, map[string]int{}
 	for _, r := range results {
-		if strings.HasPrefix(r.name, "Plain/") {
-			baseline[r.nodes] = r.average
+		if strings.HasPrefix(r.name, "Plain") {
+			sums[r.nodes] += r.average
+			counts[r.nodes]++
 		}
 	}
+	baseline := map[string]float64{}
+	for nodes, sum := range sums {
+		baseline[nodes] = sum / float64(counts[nodes])
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "workload\tpods/s (average)\tpods/s (p50)\tratio to Plain (average)\t")
+	fmt.Fprintln(w, "workload\tpods/s (average)\tpods/s (p50)\tratio to baseline (average)\t")
 	for _, r := range results {
 		ratio := "n/a"
 		if b := baseline[r.nodes]; b > 0 {
@@ -75,9 +81,21 @@ func main() {
 		}
 		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t\n", r.name, r.average, r.perc50, ratio)
 	}
+	for _, nodes := range sortedKeys(baseline) {
+		fmt.Fprintf(w, "baseline %s (mean of %d Plain runs)\t%.1f\t\t\t\n", nodes, counts[nodes], baseline[nodes])
+	}
 	if err := w.Flush(); err != nil {
 		fail(err)
 	}
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func fail(err error) {
