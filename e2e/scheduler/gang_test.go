@@ -332,4 +332,3 @@ func TestBindingCheckerCatchesPartlyBoundGangsOfAPlainScheduler(t *testing.T) {
 	// This test wants the violation: clear it so the harness does not fail the test for it.
 	e.checker.clear()
 }
-
