@@ -224,10 +224,12 @@ func TestPermitTimeoutRejectsAllMembersAndTheGangIsRetried(t *testing.T) {
 	// The plugin's default timeout is long; the PodGang's annotation shortens it.
 	e := newEnv(t, envOptions{permitTimeout: 10 * time.Minute})
 	e.addNodes(node{name: "n1", cpu: "8"}, node{name: "n2", cpu: "8"})
-	// The holder refers to a ResourceClaim that does not exist: kube-scheduler's DRA plugin keeps
-	// it out of the queue, so the workers wait at the barrier for a member that never comes.
+	// The holder is another scheduler's pod: it counts for the quorum but this scheduler never
+	// attempts it, so the workers wait at the barrier for a member that never comes. (A holder
+	// whose ResourceClaim does not exist would not do: Grove's DRA plugin keeps the whole gang
+	// out of the queue until the claim exists.)
 	holder := group{name: "zholder", min: 1, replicas: 1, cpu: "1", pod: func(p *v1.Pod) {
-		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptrString("not-created-yet")}}
+		p.Spec.SchedulerName = "not-this-scheduler"
 	}}
 	e.createGang(gang{name: "stuck", annotations: map[string]string{common.AnnotationPermitWaitTimeout: "2s"},
 		groups: []group{{name: "workers", min: 3, replicas: 3, cpu: "1"}, holder}})
@@ -330,5 +332,3 @@ func TestBindingCheckerCatchesPartlyBoundGangsOfAPlainScheduler(t *testing.T) {
 	// This test wants the violation: clear it so the harness does not fail the test for it.
 	e.checker.clear()
 }
-
-func ptrString(s string) *string { return &s }

@@ -63,6 +63,8 @@ type envOptions struct {
 	withoutGrovePlugins bool
 	// deferStart leaves starting the scheduler to the test (startScheduler).
 	deferStart bool
+	// reservedForLimit sets DRAArgs.ReservedForLimit when not 0.
+	reservedForLimit int32
 }
 
 // env is one test's world: a namespace, its nodes, a scheduler with its own schedulerName and a
@@ -173,6 +175,9 @@ func (e *env) schedulerConfig() *schedconfig.KubeSchedulerConfiguration {
 		if args, ok := pc.Args.(*pluginargs.GangArgs); ok {
 			args.PermitWaitTimeout.Duration = e.opts.permitTimeout
 			args.MaxBackoff.Duration = e.opts.maxBackoff
+		}
+		if args, ok := pc.Args.(*pluginargs.DRAArgs); ok && e.opts.reservedForLimit > 0 {
+			args.ReservedForLimit = e.opts.reservedForLimit
 		}
 	}
 	return cfg

@@ -1,31 +1,77 @@
 // Package dra is grove-scheduler's gang-aware DRA plugin. It runs next to the scheduler's own
-// DynamicResources plugin, which still allocates devices.
+// DynamicResources plugin, which still allocates devices, and makes gangs DRA-aware:
+//   - a gang waits (PreEnqueue) while a ResourceClaim its quorum uses does not exist yet, and
+//     is retried when the claim appears, instead of failing attempts in a loop;
+//   - at the start of a gang attempt (PreFilter) it counts the devices the gang's unallocated
+//     claims need, per device class, against the free devices each candidate domain's
+//     ResourceSlices offer, and turns the gang away before any member is assumed when no domain
+//     has enough;
+//   - it tells the topology plugin which domains still offer the devices and where devices of
+//     claims already allocated to shared claims are, so the gang's domain is chosen there;
+//   - a claim shared by more pods than a ResourceClaim can be reserved for is reported by an
+//     event on the PodGang.
+//
+// The arithmetic lives in pkg/scheduling/devices; this package wires it to the framework.
 package dra
 
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/scheduling/devices"
+	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
 const Name = pluginargs.DRAPluginName
 
+// eventInterval is the least time between two equal events about one gang.
+const eventInterval = 5 * time.Minute
+
 // Plugin is the DRA plugin.
 type Plugin struct {
 	args   pluginargs.DRAArgs
 	handle fwk.Handle
+	gangs  *gangcache.Shared
+	dra    fwk.SharedDRAManager
+	match  devices.Matcher
+	pods   corelisters.PodLister
+
+	mu sync.Mutex
+	// events remembers when an event was last sent, per gang, reason and message.
+	events map[string]time.Time
 }
 
-var _ fwk.Plugin = &Plugin{}
+var (
+	_ fwk.PreEnqueuePlugin  = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
+)
 
-// New builds the plugin from its (defaulted) args.
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from its (defaulted) args. Without the scheduler's DRA manager (DRA
+// disabled) the plugin does nothing.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*pluginargs.DRAArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type DRAArgs, got %T", obj)
@@ -33,8 +79,442 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err := pluginargs.ValidateDRAArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	return &Plugin{args: *args, handle: h}, nil
+	p := &Plugin{args: *args, handle: h, dra: h.SharedDRAManager(), events: map[string]time.Time{}}
+	if p.dra == nil {
+		return p, nil
+	}
+	gangs, err := gangcache.For(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	p.gangs = gangs
+	p.match = devices.CELMatcher(ctx, p.dra.DeviceClasses().Get)
+	p.pods = h.SharedInformerFactory().Core().V1().Pods().Lister()
+	gangs.SetDeviceAdvisor(p.advise)
+	return p, nil
 }
 
 // Name returns the plugin name.
 func (p *Plugin) Name() string { return Name }
+
+// namedClaims are the ResourceClaims a pod names in spec.resourceClaims (Grove's shared
+// claims are named; claims made from a template are not).
+func namedClaims(pod *v1.Pod) []string {
+	var out []string
+	for _, c := range pod.Spec.ResourceClaims {
+		if c.ResourceClaimName != nil && *c.ResourceClaimName != "" {
+			out = append(out, *c.ResourceClaimName)
+		}
+	}
+	return out
+}
+
+// usedClaims are the claims a pod uses that exist by name: named ones, and those generated
+// from templates once the pod's status names them.
+func usedClaims(pod *v1.Pod) []string {
+	out := namedClaims(pod)
+	for _, s := range pod.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil && *s.ResourceClaimName != "" {
+			out = append(out, *s.ResourceClaimName)
+		}
+	}
+	return out
+}
+
+func (p *Plugin) claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
+	c, err := p.dra.ResourceClaims().Get(namespace, name)
+	return c, err == nil && c != nil
+}
+
+// missingClaim is the first claim the pod names that does not exist, or "".
+func (p *Plugin) missingClaim(pod *v1.Pod) string {
+	for _, name := range namedClaims(pod) {
+		if _, ok := p.claim(pod.Namespace, name); !ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// PreEnqueue keeps a gang member out of the active queue while a claim it names does not exist,
+// or while some PodGroup of its gang cannot reach minReplicas without members whose claims do
+// not exist yet: attempting the gang could only fail at its Permit barrier.
+func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
+	if p.dra == nil {
+		return nil
+	}
+	key, _, ok := gangcache.GangKey(pod)
+	if !ok {
+		return nil
+	}
+	if name := p.missingClaim(pod); name != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for ResourceClaim %s/%s to be created", pod.Namespace, name))
+	}
+	g, found := p.gangs.Get(key)
+	if !found {
+		return nil
+	}
+	ready := map[string]int32{}
+	waiting := map[string]string{}
+	for _, gs := range g.Quorum {
+		ready[gs.Name] = gs.Held()
+	}
+	for _, m := range p.gangs.Pending(key) {
+		_, group, _ := gangcache.GangKey(m)
+		if name := p.missingClaim(m); name != "" {
+			if waiting[group] == "" {
+				waiting[group] = fmt.Sprintf("ResourceClaim %s/%s of pod %s", m.Namespace, name, m.Name)
+			}
+			continue
+		}
+		ready[group]++
+	}
+	for _, gs := range g.Quorum {
+		if ready[gs.Name] < gs.Min && waiting[gs.Name] != "" {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"PodGroup %q of the gang needs %d pods but %d have their ResourceClaims: waiting for %s to be created",
+				gs.Name, gs.Min, ready[gs.Name], waiting[gs.Name]))
+		}
+	}
+	return nil
+}
+
+// quorumMembers are the pending members an attempt of the gang places first: per PodGroup as
+// many as it still needs, pod itself first, then by name.
+func (p *Plugin) quorumMembers(key string, g gangcache.Gang, pod *v1.Pod) []*v1.Pod {
+	pending := p.gangs.Pending(key)
+	sort.Slice(pending, func(i, j int) bool {
+		if (pending[i].UID == pod.UID) != (pending[j].UID == pod.UID) {
+			return pending[i].UID == pod.UID
+		}
+		return pending[i].Name < pending[j].Name
+	})
+	remaining := g.Quorum.Remaining()
+	_, ownGroup, _ := gangcache.GangKey(pod)
+	remaining[ownGroup] = max(remaining[ownGroup], 1)
+	var out []*v1.Pod
+	for _, m := range pending {
+		_, group, _ := gangcache.GangKey(m)
+		if remaining[group] > 0 {
+			remaining[group]--
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// gangView is what the plugin knows about one gang attempt: the claims of the members it
+// places first, which PodGroups use each, and the candidate nodes.
+type gangView struct {
+	claims   []*resourcev1.ResourceClaim
+	groupsOf map[string]sets.Set[string]
+	key      string
+	nodes    []devices.Node
+}
+
+func (p *Plugin) view(key string, g gangcache.Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) *gangView {
+	v := &gangView{groupsOf: map[string]sets.Set[string]{}, key: topology.NewTree(&g.PodGang.Spec).Root.Required}
+	for _, m := range p.quorumMembers(key, g, pod) {
+		_, group, _ := gangcache.GangKey(m)
+		for _, name := range usedClaims(m) {
+			if v.groupsOf[name] == nil {
+				c, ok := p.claim(m.Namespace, name)
+				if !ok {
+					continue
+				}
+				v.claims = append(v.claims, c)
+				v.groupsOf[name] = sets.New[string]()
+			}
+			v.groupsOf[name].Insert(group)
+		}
+	}
+	if len(v.claims) == 0 {
+		return v
+	}
+	eligible := nodes.EligibilityFor(pod)
+	for _, ni := range nodeInfos {
+		if n := ni.Node(); eligible(n) {
+			v.nodes = append(v.nodes, devices.Node{Name: n.Name, Labels: n.Labels})
+		}
+	}
+	return v
+}
+
+// domains evaluates the candidate domains (values of the gang's required key, or all nodes)
+// for the devices the unallocated claims still need.
+func (p *Plugin) domains(v *gangView) (*devices.Need, []devices.Domain, error) {
+	need := devices.NewNeed()
+	for _, c := range v.claims {
+		need.AddClaim(c)
+	}
+	if need.Empty() {
+		return need, nil, nil
+	}
+	slices, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return need, nil, err
+	}
+	allocated, err := p.dra.ResourceClaims().ListAllAllocatedDevices()
+	if err != nil {
+		return need, nil, err
+	}
+	taken := sets.New[string]()
+	for id := range allocated {
+		taken.Insert(id.String())
+	}
+	free := func(id string) bool { return !taken.Has(id) }
+	return need, devices.Evaluate(v.key, v.nodes, devices.FromSlices(slices), free, need, p.match), nil
+}
+
+// advise is the topology plugin's DeviceAdvisor: domains that lack the gang's devices are left
+// out (unless none has them: PreFilter then says why), and nodes where shared claims' devices
+// are allocated pin the PodGroups that use them.
+func (p *Plugin) advise(key string, g gangcache.Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) gangcache.DeviceAdvice {
+	var advice gangcache.DeviceAdvice
+	v := p.view(key, g, pod, nodeInfos)
+	if len(v.claims) == 0 {
+		return advice
+	}
+	for _, c := range v.claims {
+		alloc := c.Status.Allocation
+		if alloc == nil || alloc.NodeSelector == nil {
+			continue
+		}
+		reach := devices.MatchingNodes(alloc.NodeSelector, v.nodes)
+		if len(reach) == 0 || len(reach) == len(v.nodes) {
+			continue
+		}
+		if advice.Anchors == nil {
+			advice.Anchors = map[string][]string{}
+		}
+		for _, group := range sets.List(v.groupsOf[c.Name]) {
+			advice.Anchors[group] = append(advice.Anchors[group], reach...)
+		}
+	}
+	need, doms, err := p.domains(v)
+	if err != nil || need.Empty() || v.key == "" {
+		return advice
+	}
+	usable := map[string]bool{}
+	feasible := 0
+	for _, d := range doms {
+		if _, short := d.Short(need); !short {
+			feasible++
+			for _, n := range d.Nodes {
+				usable[n] = true
+			}
+		}
+	}
+	if feasible > 0 && feasible < len(doms) {
+		advice.Usable = usable
+	}
+	return advice
+}
+
+// PreFilter runs the gang's device count at the start of each attempt (no member assumed): a
+// gang whose unallocated claims need more devices of some kind than every candidate domain
+// still offers is turned away before any member is assumed. It also reports claims shared by
+// more pods than they can be reserved for.
+func (p *Plugin) PreFilter(_ context.Context, _ fwk.CycleState, pod *v1.Pod, nodeInfos []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if p.dra == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	key, _, ok := gangcache.GangKey(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	g, found := p.gangs.Get(key)
+	if !found || g.Quorum.Assumed() > 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	v := p.view(key, g, pod, nodeInfos)
+	if len(v.claims) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	p.reportOvershared(g.PodGang, v.claims)
+	need, doms, err := p.domains(v)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if need.Empty() {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	msg := shortfall(v.key, need, doms)
+	if msg == "" {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	p.event(g.PodGang, common.EventReasonInsufficientDevices, msg)
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+// shortfall says why no domain offers the devices, or "" when one does.
+func shortfall(key string, need *devices.Need, doms []devices.Domain) string {
+	var best *devices.Domain
+	var bestKind devices.Kind
+	var bestOffer int64 = -1
+	for i := range doms {
+		k, short := doms[i].Short(need)
+		if !short {
+			return ""
+		}
+		if doms[i].Offers[k] > bestOffer {
+			best, bestKind, bestOffer = &doms[i], k, doms[i].Offers[k]
+		}
+	}
+	if best == nil {
+		k := need.Kinds()[0]
+		return fmt.Sprintf("DRA: the gang's ResourceClaims need %d devices of %s (%s), but no node it may use offers any",
+			need.Count[k], k, claimList(need.Claims[k]))
+	}
+	where := "the nodes it may use offer"
+	if key != "" {
+		where = fmt.Sprintf("the best %s (%s), %q, offers", topology.DomainNoun(key), key, best.Value)
+	}
+	return fmt.Sprintf("DRA: the gang's ResourceClaims need %d free devices of %s (%s), but %s %d",
+		need.Count[bestKind], bestKind, claimList(need.Claims[bestKind]), where, bestOffer)
+}
+
+func claimList(names []string) string {
+	const shown = 3
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= shown {
+		return "claims " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("claims %s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
+}
+
+// reportOvershared sends an event for each claim the gang uses that more pods share than the
+// claim can be reserved for: the pods beyond that cannot start.
+func (p *Plugin) reportOvershared(pg *v1alpha1.PodGang, claims []*resourcev1.ResourceClaim) {
+	limit := int(p.args.ReservedForLimit)
+	names := sets.New[string]()
+	for _, c := range claims {
+		names.Insert(c.Name)
+	}
+	pods, err := p.pods.Pods(pg.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	users := map[string]int{}
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+			continue
+		}
+		for _, name := range sets.New(usedClaims(pod)...).UnsortedList() {
+			if names.Has(name) {
+				users[name]++
+			}
+		}
+	}
+	for _, name := range sets.List(names) {
+		if users[name] > limit {
+			p.event(pg, common.EventReasonResourceClaimOvershared, fmt.Sprintf(
+				"ResourceClaim %s is shared by %d pods, but a ResourceClaim can be reserved for at most %d pods at a time: the pods beyond that cannot start",
+				name, users[name], limit))
+		}
+	}
+}
+
+// event sends a Warning event about the PodGang, at most once per interval for one message.
+func (p *Plugin) event(pg *v1alpha1.PodGang, reason, msg string) {
+	id := gangcache.KeyOf(pg) + "|" + reason + "|" + msg
+	now := time.Now()
+	p.mu.Lock()
+	last, sent := p.events[id]
+	if sent && now.Sub(last) < eventInterval {
+		p.mu.Unlock()
+		return
+	}
+	p.events[id] = now
+	for k, t := range p.events {
+		if now.Sub(t) >= eventInterval {
+			delete(p.events, k)
+		}
+	}
+	p.mu.Unlock()
+	ref := &v1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGang",
+		Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID}
+	if r := p.handle.EventRecorder(); r != nil {
+		r.Eventf(ref, nil, v1.EventTypeWarning, reason, "Scheduling", "%s", msg)
+	}
+}
+
+// PreFilterExtensions is not needed: the count is about the whole gang.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// EventsToRegister lists the events that may let a gang this plugin held back go on.
+func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A claim the gang waits for was created; a deallocated or deleted claim frees devices.
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.claimChanged},
+		// New or changed ResourceSlices, DeviceClasses or nodes may offer the devices.
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.usesClaims},
+		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.usesClaims},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: p.usesClaims},
+	}, nil
+}
+
+// claimChanged requeues a gang member when a claim it or its gang waits for was created, or
+// when a claim gave up its devices.
+func (p *Plugin) claimChanged(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	key, _, member := gangcache.GangKey(pod)
+	if !member || len(pod.Spec.ResourceClaims) == 0 {
+		return fwk.QueueSkip, nil
+	}
+	oldClaim, _ := oldObj.(*resourcev1.ResourceClaim)
+	newClaim, _ := newObj.(*resourcev1.ResourceClaim)
+	switch {
+	case oldClaim == nil && newClaim != nil:
+		if newClaim.Namespace != pod.Namespace {
+			return fwk.QueueSkip, nil
+		}
+		if p.gangUses(key, pod, newClaim.Name) {
+			return fwk.Queue, nil
+		}
+		return fwk.QueueSkip, nil
+	case oldClaim != nil && oldClaim.Status.Allocation != nil && (newClaim == nil || newClaim.Status.Allocation == nil):
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// gangUses reports whether the pod or a pending member of its gang names the claim.
+func (p *Plugin) gangUses(key string, pod *v1.Pod, claim string) bool {
+	uses := func(m *v1.Pod) bool {
+		for _, n := range namedClaims(m) {
+			if n == claim {
+				return true
+			}
+		}
+		return false
+	}
+	if uses(pod) {
+		return true
+	}
+	if p.gangs == nil {
+		return false
+	}
+	for _, m := range p.gangs.Pending(key) {
+		if uses(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// usesClaims requeues gang members that use claims.
+func (p *Plugin) usesClaims(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if _, _, member := gangcache.GangKey(pod); member && len(pod.Spec.ResourceClaims) > 0 {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// SignPod: pods without claims are all alike to this plugin; pods with claims depend on them
+// (DynamicResources makes them unsignable too).
+func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil, nil
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable, "pods with ResourceClaims are placed one by one")
+}

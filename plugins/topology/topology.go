@@ -176,15 +176,25 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		demand[name] = d
 	}
 	eligible := nodes.EligibilityFor(pod)
+	// The DRA plugin keeps the choice to domains that offer the gang's devices and pins it to
+	// where devices its members share already are.
+	devices := p.gangs.DeviceAdvice(key, g, pod, nodeInfos)
 	candidates := make([]topology.Node, len(nodeInfos))
 	for i, ni := range nodeInfos {
 		node := ni.Node()
 		candidates[i] = topology.Node{Name: node.Name, Labels: node.Labels}
-		if eligible(node) {
+		if eligible(node) && (devices.Usable == nil || devices.Usable[node.Name]) {
 			candidates[i].Free = capacity.NodeFree(ni)
 		}
 	}
-	plan, unfit := topology.Choose(topology.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: p.gangs.HeldNodes(key)})
+	held := p.gangs.HeldNodes(key)
+	if held == nil {
+		held = map[string][]string{}
+	}
+	for group, anchors := range devices.Anchors {
+		held[group] = append(held[group], anchors...)
+	}
+	plan, unfit := topology.Choose(topology.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held})
 	p.mu.Lock()
 	p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree, plan: plan}
 	p.mu.Unlock()

@@ -79,6 +79,12 @@ const (
 	// ReasonUnschedulable is the reason of a False Scheduled condition of a gang that cannot be
 	// placed now.
 	ReasonUnschedulable = "Unschedulable"
+	// EventReasonInsufficientDevices is the event on a PodGang whose ResourceClaims need more
+	// devices than any domain it may use still offers.
+	EventReasonInsufficientDevices = "InsufficientDevices"
+	// EventReasonResourceClaimOvershared is the event on a PodGang whose members share a
+	// ResourceClaim with more pods than the claim can be reserved for.
+	EventReasonResourceClaimOvershared = "ResourceClaimOvershared"
 )
 
 // Finalizers.

@@ -97,6 +97,7 @@ type Cache struct {
 	mu        sync.RWMutex
 	gangs     map[string]*entry
 	listeners []Listener
+	advisor   DeviceAdvisor
 }
 
 // New returns an empty cache; Start wires it to informers.
@@ -463,4 +464,35 @@ func (c *Cache) BoundNodes(key string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// DeviceAdvice is the DRA plugin's say in where a gang goes; the zero value changes nothing.
+type DeviceAdvice struct {
+	// Anchors lists, per PodGroup, nodes where devices already allocated to claims its members
+	// use are. They pin the PodGroup's domains as its members' own nodes do.
+	Anchors map[string][]string
+	// Usable, when not nil, holds the nodes of the domains that still offer the devices the
+	// gang needs; the others are not considered.
+	Usable map[string]bool
+}
+
+// DeviceAdvisor computes a gang's DeviceAdvice from the scheduler's nodes.
+type DeviceAdvisor func(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) DeviceAdvice
+
+// SetDeviceAdvisor is called by the DRA plugin of the profile.
+func (c *Cache) SetDeviceAdvisor(a DeviceAdvisor) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advisor = a
+}
+
+// DeviceAdvice asks the DRA plugin, if the profile has one, about a gang.
+func (c *Cache) DeviceAdvice(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) DeviceAdvice {
+	c.mu.RLock()
+	a := c.advisor
+	c.mu.RUnlock()
+	if a == nil {
+		return DeviceAdvice{}
+	}
+	return a(key, g, pod, nodeInfos)
 }
