@@ -25,7 +25,8 @@ import (
 // startEnv runs a fresh local Grove for one scenario and a partial-gang watcher on it.
 func startEnv(t *testing.T, mutate func(*configv1alpha1.OperatorConfiguration)) (*framework.Env, *gangWatcher) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Generous: on a loaded 2-core machine the control plane alone can take minutes to start.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	env, err := framework.Start(ctx, framework.Options{OperatorConfig: mutate})
 	require.NoError(t, err)
