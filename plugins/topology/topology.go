@@ -152,10 +152,13 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	} else {
 		tree = topology.NewTree(&g.PodGang.Spec)
 	}
-	p.mu.Unlock()
 	if !tree.Constrained() {
+		// Remember the tree so that unconstrained gangs cost one map lookup per member.
+		p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree}
+		p.mu.Unlock()
 		return nil, nil, nil
 	}
+	p.mu.Unlock()
 
 	demand := map[string]capacity.Demand{}
 	for group, n := range g.Quorum.Remaining() {

@@ -1,16 +1,16 @@
-// benchratio prints the SchedulingThroughput of every scheduler_perf workload found in the JSON
-// files it is given and its ratio to the baseline of the same node count from the same files:
-// the mean of the Plain workloads (kube-scheduler's default profile), which a run measures before
-// and after the gang workloads.
+// benchratio prints the SchedulingThroughput of every scheduler_perf workload in the JSON files
+// it is given, in the order they ran, and the ratio of each gang workload to its baseline: the
+// mean of the nearest Plain* workload (kube-scheduler's default profile on plain pods) with the
+// same node count before it and after it. A shared machine's load drifts during a run; the
+// neighbouring baselines track it.
 //
-//	go run ./e2e/bench/benchratio results/BenchmarkPerfScheduling_benchmark_grove_*.json
+//	go run ./e2e/bench/benchratio results/tmp/bench/BenchmarkPerfScheduling_benchmark_grove_*.json
 package main
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -18,16 +18,18 @@ import (
 type dataItems struct {
 	DataItems []struct {
 		Data   map[string]float64 `json:"data"`
-		Unit   string             `json:"unit"`
 		Labels map[string]string  `json:"labels"`
 	} `json:"dataItems"`
 }
 
 type result struct {
-	name            string // "<test case>/<workload>"
-	nodes           string // leading "<n>Nodes" of the workload name
+	testCase, workload string
+	// nodes is the leading "<n>Nodes" of the workload name.
+	nodes           string
 	average, perc50 float64
 }
+
+func (r result) baseline() bool { return strings.HasPrefix(r.testCase, "Plain") }
 
 func main() {
 	if len(os.Args) < 2 {
@@ -53,49 +55,54 @@ func main() {
 			if len(parts) < 3 {
 				fail(fmt.Errorf("%s: unexpected data item name %q", path, item.Labels["Name"]))
 			}
-			results = append(results, result{name: parts[1] + "/" + parts[2], nodes: strings.SplitN(parts[2], "_", 2)[0],
+			results = append(results, result{testCase: parts[1], workload: parts[2], nodes: strings.SplitN(parts[2], "_", 2)[0],
 				average: item.Data["Average"], perc50: item.Data["Perc50"]})
 		}
 	}
 	if len(results) == 0 {
 		fail(fmt.Errorf("no SchedulingThroughput data items in %v", os.Args[1:]))
 	}
-	sort.SliceStable(results, func(i, j int) bool { return results[i].name < results[j].name })
-	sums, counts := map[string]float64{}, map[string]int{}
-	for _, r := range results {
-		if strings.HasPrefix(r.name, "Plain") {
-			sums[r.nodes] += r.average
-			counts[r.nodes]++
-		}
-	}
-	baseline := map[string]float64{}
-	for nodes, sum := range sums {
-		baseline[nodes] = sum / float64(counts[nodes])
-	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "workload\tpods/s (average)\tpods/s (p50)\tratio to baseline (average)\t")
-	for _, r := range results {
-		ratio := "n/a"
-		if b := baseline[r.nodes]; b > 0 {
-			ratio = fmt.Sprintf("%.2fx", r.average/b)
+	fmt.Fprintln(w, "workload (in run order)\tpods/s (average)\tpods/s (p50)\tbaseline pods/s\tratio\t")
+	for i, r := range results {
+		if r.baseline() {
+			fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t\t\t\n", r.testCase, r.workload, r.average, r.perc50)
+			continue
 		}
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t\n", r.name, r.average, r.perc50, ratio)
-	}
-	for _, nodes := range sortedKeys(baseline) {
-		fmt.Fprintf(w, "baseline %s (mean of %d Plain runs)\t%.1f\t\t\t\n", nodes, counts[nodes], baseline[nodes])
+		base, ratio := "n/a", "n/a"
+		if b, ok := neighbourBaseline(results, i); ok {
+			base, ratio = fmt.Sprintf("%.1f", b), fmt.Sprintf("%.2fx", r.average/b)
+		}
+		fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t%s\t%s\t\n", r.testCase, r.workload, r.average, r.perc50, base, ratio)
 	}
 	if err := w.Flush(); err != nil {
 		fail(err)
 	}
 }
 
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// neighbourBaseline is the mean of the nearest baselines of the same node count before and
+// after results[i] (one of them if only one exists).
+func neighbourBaseline(results []result, i int) (float64, bool) {
+	var sum float64
+	n := 0
+	for j := i - 1; j >= 0; j-- {
+		if results[j].baseline() && results[j].nodes == results[i].nodes {
+			sum += results[j].average
+			n++
+			break
+		}
 	}
-	sort.Strings(keys)
-	return keys
+	for j := i + 1; j < len(results); j++ {
+		if results[j].baseline() && results[j].nodes == results[i].nodes {
+			sum += results[j].average
+			n++
+			break
+		}
+	}
+	if n == 0 || sum == 0 {
+		return 0, false
+	}
+	return sum / float64(n), true
 }
 
 func fail(err error) {

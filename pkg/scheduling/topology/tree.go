@@ -31,8 +31,9 @@ type Set struct {
 
 // Tree is a gang's pack constraints as nested sets.
 type Tree struct {
-	Root   *Set
-	chains map[string][]*Set
+	Root        *Set
+	chains      map[string][]*Set
+	constrained bool
 }
 
 // NewTree reads the pack constraints of a PodGang: spec.topologyConstraint for the whole gang,
@@ -86,6 +87,19 @@ func NewTree(spec *v1alpha1.PodGangSpec) *Tree {
 		}
 	}
 	walk(root, nil)
+	var any func(s *Set) bool
+	any = func(s *Set) bool {
+		if s.Required != "" || s.Preferred != "" {
+			return true
+		}
+		for _, c := range s.Children {
+			if any(c) {
+				return true
+			}
+		}
+		return false
+	}
+	t.constrained = any(root)
 	return t
 }
 
@@ -102,21 +116,7 @@ func (t *Tree) Constrains(group string) (required, preferred bool) {
 }
 
 // Constrained reports whether any set of the gang has a key.
-func (t *Tree) Constrained() bool {
-	var any func(s *Set) bool
-	any = func(s *Set) bool {
-		if s.Required != "" || s.Preferred != "" {
-			return true
-		}
-		for _, c := range s.Children {
-			if any(c) {
-				return true
-			}
-		}
-		return false
-	}
-	return any(t.Root)
-}
+func (t *Tree) Constrained() bool { return t.constrained }
 
 // DomainNoun names the domains of a key in messages: the key's last path segment
 // ("topology.kubernetes.io/rack" → "rack").
