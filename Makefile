@@ -102,3 +102,19 @@ cluster-up: k8s-bins ## Start etcd + kube-apiserver + kube-controller-manager in
 cluster-down: ## Stop the control plane started by cluster-up.
 	@$(GO) build -o $(BIN)/grove-cluster ./e2e/cmd/grove-cluster
 	@$(BIN)/grove-cluster down --state-dir $(ROOT)/.cluster
+
+##@ Benchmark
+
+# make bench: BENCH_FILTER selects workloads by label (performance,-large skips 5000 nodes).
+BENCH_FILTER  ?= performance
+BENCH_RESULTS ?= $(ROOT)/results/tmp/bench
+BENCH_TIMEOUT ?= 90m
+
+.PHONY: bench
+bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's default profile, with throughput ratios.
+	@mkdir -p $(BENCH_RESULTS)
+	@rm -f $(BENCH_RESULTS)/BenchmarkPerfScheduling_benchmark_grove_*.json
+	cd e2e/bench && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_RESULTS) $(GO) test -run '^$$' -bench BenchmarkPerfScheduling \
+		-benchtime 1x -timeout $(BENCH_TIMEOUT) . -args -perf-scheduling-label-filter=$(BENCH_FILTER) \
+		-data-items-dir=$(BENCH_RESULTS) -with-data-items-unique-id=false
+	$(GO) run ./e2e/bench/benchratio $(BENCH_RESULTS)/BenchmarkPerfScheduling_benchmark_grove_*.json

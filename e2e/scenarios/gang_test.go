@@ -30,11 +30,27 @@ func createNodes(t *testing.T, env *framework.Env, prefix string, n int, shape m
 	}
 }
 
-func scheduledCondition(t *testing.T, env *framework.Env, ns, gang string) *schedv1alpha1.PodGang {
-	t.Helper()
+// podGang reads a PodGang; an empty one when it does not exist (yet).
+func podGang(env *framework.Env, ns, gang string) *schedv1alpha1.PodGang {
 	pg := &schedv1alpha1.PodGang{}
-	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gang}, pg))
+	_ = env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: gang}, pg)
 	return pg
+}
+
+func isScheduled(env *framework.Env, ns, gang string) bool {
+	return apimeta.IsStatusConditionTrue(podGang(env, ns, gang).Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
+}
+
+// describe dumps a PodGang and its pods for a failure message.
+func describe(env *framework.Env, ns, pcsName, gang string) string {
+	pg := podGang(env, ns, gang)
+	out := fmt.Sprintf("PodGang %s status=%+v\n", gang, pg.Status)
+	var pods corev1.PodList
+	_ = env.Client.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{common.LabelPartOfKey: pcsName})
+	for _, p := range pods.Items {
+		out += fmt.Sprintf("pod %s node=%q gates=%v scheduler=%s conds=%v\n", p.Name, p.Spec.NodeName, p.Spec.SchedulingGates, p.Spec.SchedulerName, p.Status.Conditions)
+	}
+	return out
 }
 
 // A 10-pod gang on 9 one-pod nodes stays fully pending (and says why); a tenth node lets it
@@ -47,19 +63,19 @@ func TestGangWaitsWholeUntilItFits(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "ten", 1, clique("w", 10, "1"))))
 
 	gang := common.BasePodGangName("ten", 0)
-	require.Eventually(t, func() bool {
-		pg := scheduledCondition(t, env, ns, gang)
-		c := apimeta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
+	if !assert.Eventually(t, func() bool {
+		c := apimeta.FindStatusCondition(podGang(env, ns, gang).Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
 		return c != nil && c.Status == "False" && c.Message != ""
-	}, 2*time.Minute, 500*time.Millisecond, "the PodGang never said why it is pending")
+	}, 2*time.Minute, 500*time.Millisecond, "the PodGang never said why it is pending") {
+		t.Fatal(describe(env, ns, "ten", gang))
+	}
 	pods := podsOf(t, env, ns, "ten")
 	require.Len(t, pods, 10)
 	require.Equal(t, 0, countBound(pods), "a gang that does not fit must bind nothing")
 
 	createNodes(t, env, "extra", 1, oneCPUNode, nil)
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ten")) == 10 }, 2*time.Minute, 500*time.Millisecond)
-	pg := scheduledCondition(t, env, ns, gang)
-	assert.True(t, apimeta.IsStatusConditionTrue(pg.Status.Conditions, schedv1alpha1.PodGangConditionScheduled))
+	require.Eventually(t, func() bool { return isScheduled(env, ns, gang) }, time.Minute, 500*time.Millisecond, "Scheduled never became True")
 	w.assertNoPartialGang()
 }
 
@@ -91,8 +107,7 @@ func TestBaseGangFirstThenScaledGangs(t *testing.T) {
 	createNodes(t, env, "more", 4, oneCPUNode, nil)
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "svc")) == 7 }, 2*time.Minute, 500*time.Millisecond)
 	for _, g := range append([]string{base}, scaled...) {
-		pg := scheduledCondition(t, env, ns, g)
-		assert.True(t, apimeta.IsStatusConditionTrue(pg.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), g)
+		require.Eventually(t, func() bool { return isScheduled(env, ns, g) }, time.Minute, 500*time.Millisecond, "%s never Scheduled", g)
 	}
 
 	// Scale the group out: a new scaled PodGang appears and is placed whole.
@@ -107,7 +122,6 @@ func TestBaseGangFirstThenScaledGangs(t *testing.T) {
 		pods := podsOf(t, env, ns, "svc")
 		return len(pods) == 9 && countBound(pods) == 9
 	}, 2*time.Minute, 500*time.Millisecond)
-	pg := scheduledCondition(t, env, ns, common.ScaledPodGangName(pcsg, 3, 1))
-	assert.Len(t, pg.Spec.PodGroups, 1)
+	assert.Len(t, podGang(env, ns, common.ScaledPodGangName(pcsg, 3, 1)).Spec.PodGroups, 1)
 	w.assertNoPartialGang()
 }

@@ -1,14 +1,22 @@
 package startupwaiter
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 )
@@ -63,4 +71,40 @@ func TestReadiness(t *testing.T) {
 	r.reset([]corev1.Pod{*pod("5", "a", true, false), *pod("6", "a", true, false), *pod("7", "b", true, false)})
 	assert.Equal(t, "a=2/2,b=1/1", r.summary())
 	assert.True(t, r.satisfied())
+}
+
+// TestWaitRelistsAfterAWatchError: an error event on the watch makes the waiter list again
+// (with backoff) instead of failing; it returns once the re-list shows the parent ready.
+func TestWaitRelistsAfterAWatchError(t *testing.T) {
+	labels := map[string]string{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: "p", apicommon.LabelPodClique: "p-0-a"}
+	notReady := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", Namespace: "ns", UID: "1", Labels: labels}}
+	cs := fake.NewClientset()
+	lists := 0
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		pod := notReady.DeepCopy()
+		if lists > 1 {
+			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}
+		return true, &corev1.PodList{Items: []corev1.Pod{*pod}}, nil
+	})
+	w := watch.NewFake()
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, w, nil })
+	go w.Error(&metav1.Status{Status: metav1.StatusFailure, Message: "too old resource version", Code: 410})
+
+	waiter := &Waiter{Client: cs, Config: Config{Namespace: "ns", PodCliqueSet: "p", Parents: []Parent{{"p-0-a", 1}}},
+		Log: logr.Discard(), Retry: wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1 << 30}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, waiter.Wait(ctx))
+	assert.Equal(t, 2, lists, "listed again after the watch error")
+}
+
+// TestWaitHonoursTheContext: without ready parents the waiter blocks until its context ends.
+func TestWaitHonoursTheContext(t *testing.T) {
+	cs := fake.NewClientset()
+	waiter := &Waiter{Client: cs, Config: Config{Namespace: "ns", PodCliqueSet: "p", Parents: []Parent{{"p-0-a", 1}}}, Log: logr.Discard()}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, waiter.Wait(ctx), context.DeadlineExceeded)
 }

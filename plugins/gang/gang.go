@@ -239,21 +239,22 @@ func (p *Plugin) wholeGangFits(pod *v1.Pod, key, group string, q ledger.Quorum, 
 		}
 		demands = append(demands, capacity.Demand{Group: gs.Name, Shape: shape, Count: int64(n)})
 	}
+	// Nodes are looked at only until the gang fits: in a cluster with room, a handful.
 	eligible := nodes.EligibilityFor(pod)
-	free := make([]capacity.Resources, 0, len(nodeInfos))
+	fitter := capacity.NewFitter(demands)
 	for _, ni := range nodeInfos {
+		if fitter.Done() {
+			return ""
+		}
 		if eligible(ni.Node()) {
-			free = append(free, capacity.NodeFree(ni))
+			free := capacity.NodeFree(ni)
+			fitter.Offer(&free)
 		}
 	}
-	var placed int64
-	for _, n := range capacity.Place(free, demands) {
-		placed += n
+	if fitter.Done() {
+		return ""
 	}
-	if placed < demands.Total() {
-		return fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, placed)
-	}
-	return ""
+	return fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, fitter.Placed())
 }
 
 // PreFilterExtensions is not needed: the gang check does not depend on single pods.

@@ -24,6 +24,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -137,7 +138,7 @@ func run(ctx context.Context, c client.Client) error {
 		return err
 	}
 	step(3, "waiting for the base gang (router + one prefill/decode unit) to be placed inside one rack")
-	if err := watchTree(ctx, c, "inference", func(s *demo.Snapshot) bool { return allRunning(s, 5) }); err != nil {
+	if err := watchTree(ctx, c, "inference", func(s *demo.Snapshot) bool { return allRunning(s, 5) && allScheduled(s) }); err != nil {
 		return err
 	}
 	step(4, "scaling the workers scaling group out to 2: a scaled PodGang appears and lands in one rack")
@@ -151,7 +152,9 @@ func run(ctx context.Context, c client.Client) error {
 	if err := c.SubResource("scale").Update(ctx, pcsg, client.WithSubResourceBody(scale)); err != nil {
 		return err
 	}
-	if err := watchTree(ctx, c, "inference", func(s *demo.Snapshot) bool { return len(s.Gangs) == 2 && allRunning(s, 9) }); err != nil {
+	if err := watchTree(ctx, c, "inference", func(s *demo.Snapshot) bool {
+		return len(s.Gangs) == 2 && allRunning(s, 9) && allScheduled(s)
+	}); err != nil {
 		return err
 	}
 	step(5, "applying too-big: 6 pods × 8 GPUs that must share a rack of 4 × 8 GPUs — it must stay whole-pending")
@@ -180,6 +183,15 @@ func allRunning(s *demo.Snapshot, want int) bool {
 	}
 	for _, p := range s.Pods {
 		if p.Status.Phase != corev1.PodRunning {
+			return false
+		}
+	}
+	return true
+}
+
+func allScheduled(s *demo.Snapshot) bool {
+	for _, g := range s.Gangs {
+		if !apimeta.IsStatusConditionTrue(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled) {
 			return false
 		}
 	}

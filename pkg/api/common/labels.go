@@ -144,6 +144,11 @@ const (
 	ReasonGangSchedulingNotSupported = "GangSchedulingNotSupported"
 	ReasonGangSchedulingSupported    = "GangSchedulingSupported"
 
+	// Reasons of a scaling group's GangTerminationInProgress condition: its PodCliqueSet replica
+	// is being recreated because a PodClique of it stayed below minAvailable for terminationDelay.
+	ReasonPodCliqueSetReplicaRecreating = "PodCliqueSetReplicaRecreating"
+	ReasonPodCliqueSetReplicaRecreated  = "PodCliqueSetReplicaRecreated"
+
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"
 	ReasonSchedulerTopologyDrift       = "SchedulerTopologyDrift"

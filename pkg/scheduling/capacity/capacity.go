@@ -261,39 +261,59 @@ func bigger(a, b Resources) bool {
 	return am > bm
 }
 
-// Place fits the demands into free, largest shapes first, filling each node before moving to
-// the next (first-fit decreasing). It subtracts what it places from free and returns how many
-// pods of each demand it placed, in the order of demands. It is a fast, close lower bound of what
-// the scheduler can place; callers treat "placed < Count" as "does not fit".
-func Place(free []Resources, demands Demands) []int64 {
-	order := make([]int, 0, len(demands))
+// Fitter places demands node by node, largest shapes first on each node (first-fit
+// decreasing), so that a caller can stop looking at nodes as soon as everything fits. It is a
+// fast, close lower bound of what the scheduler can place; callers treat "not Done" as "does
+// not fit".
+type Fitter struct {
+	demands   Demands
+	order     []int
+	placed    []int64
+	remaining int64
+}
+
+// NewFitter starts placing demands.
+func NewFitter(demands Demands) *Fitter {
+	f := &Fitter{demands: demands, order: make([]int, len(demands)), placed: make([]int64, len(demands)), remaining: demands.Total()}
 	for i := range demands {
-		order = append(order, i)
+		f.order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return bigger(demands[order[a]].Shape, demands[order[b]].Shape) })
-	placed := make([]int64, len(demands))
-	remaining := int64(0)
-	for _, d := range demands {
-		remaining += d.Count
+	sort.SliceStable(f.order, func(a, b int) bool { return bigger(demands[f.order[a]].Shape, demands[f.order[b]].Shape) })
+	return f
+}
+
+// Offer places on a node what fits there and takes it from free.
+func (f *Fitter) Offer(free *Resources) {
+	for _, i := range f.order {
+		want := f.demands[i].Count - f.placed[i]
+		if want == 0 {
+			continue
+		}
+		if k := min(want, free.FitCount(f.demands[i].Shape)); k > 0 {
+			free.Take(f.demands[i].Shape, k)
+			f.placed[i] += k
+			f.remaining -= k
+		}
 	}
-	for n := range free {
-		if remaining == 0 {
+}
+
+// Done reports whether every demanded pod is placed.
+func (f *Fitter) Done() bool { return f.remaining == 0 }
+
+// Placed is how many pods were placed in total.
+func (f *Fitter) Placed() int64 { return f.demands.Total() - f.remaining }
+
+// Place fits the demands into free, node by node, and subtracts what it places. It returns how
+// many pods of each demand it placed, in the order of demands.
+func Place(free []Resources, demands Demands) []int64 {
+	f := NewFitter(demands)
+	for i := range free {
+		if f.Done() {
 			break
 		}
-		for _, i := range order {
-			want := demands[i].Count - placed[i]
-			if want == 0 {
-				continue
-			}
-			k := min(want, free[n].FitCount(demands[i].Shape))
-			if k > 0 {
-				free[n].Take(demands[i].Shape, k)
-				placed[i] += k
-				remaining -= k
-			}
-		}
+		f.Offer(&free[i])
 	}
-	return placed
+	return f.placed
 }
 
 // Spare is how many more pods of shape fit into free: the slack left in a domain once a gang is

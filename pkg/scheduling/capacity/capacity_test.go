@@ -133,3 +133,21 @@ func TestDemandsString(t *testing.T) {
 		})
 	}
 }
+
+func TestFitterIsDoneAsSoonAsTheDemandFits(t *testing.T) {
+	f := NewFitter(Demands{{Group: "a", Shape: cpu(1000), Count: 6}})
+	nodes := []Resources{node(4000, 110), node(4000, 110), node(4000, 110), node(4000, 110)}
+	looked := 0
+	for i := range nodes {
+		if f.Done() {
+			break
+		}
+		looked++
+		f.Offer(&nodes[i])
+	}
+	assert.True(t, f.Done())
+	assert.Equal(t, 2, looked, "6 pods of 1 CPU need two 4-CPU nodes, not four")
+	assert.Equal(t, int64(6), f.Placed())
+	assert.Equal(t, int64(2000), nodes[1].MilliCPU, "what was placed is taken from the node")
+	assert.Equal(t, int64(4000), nodes[2].MilliCPU)
+}

@@ -152,3 +152,16 @@ func (t PodCliqueTarget) StartsAfter() []string {
 	}
 	return names
 }
+
+// ReplicaBeingUpdated is the PodCliqueSet replica a RollingRecreate update is replacing pods
+// of (status.updateProgress.currentlyUpdating); ok is false when none is.
+func ReplicaBeingUpdated(pcs *corev1alpha1.PodCliqueSet) (replica int, ok bool) {
+	if s := pcs.Spec.UpdateStrategy; s != nil && s.Type != "" && s.Type != corev1alpha1.RollingRecreateStrategy {
+		return 0, false
+	}
+	p := pcs.Status.UpdateProgress
+	if p == nil || p.UpdateEndedAt != nil || p.CurrentlyUpdating == nil {
+		return 0, false
+	}
+	return int(p.CurrentlyUpdating.ReplicaIndex), true
+}

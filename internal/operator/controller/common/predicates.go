@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
 // DeletionChanged passes updates that start an object's deletion or change its finalizers.
@@ -45,3 +47,30 @@ func (StatusChanged[T]) Create(event.CreateEvent) bool { return true }
 
 // Delete implements predicate.Predicate.
 func (StatusChanged[T]) Delete(event.DeleteEvent) bool { return true }
+
+// ReplicaBeingUpdatedChanged passes PodCliqueSet updates that change which replica a rolling
+// update is replacing pods of.
+type ReplicaBeingUpdatedChanged struct {
+	predicate.Funcs
+}
+
+// Update implements predicate.Predicate.
+func (ReplicaBeingUpdatedChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1alpha1.PodCliqueSet)
+	n, ok2 := e.ObjectNew.(*corev1alpha1.PodCliqueSet)
+	if !ok1 || !ok2 {
+		return false
+	}
+	oi, oOK := ReplicaBeingUpdated(o)
+	ni, nOK := ReplicaBeingUpdated(n)
+	return oOK != nOK || oi != ni
+}
+
+// Create implements predicate.Predicate.
+func (ReplicaBeingUpdatedChanged) Create(event.CreateEvent) bool { return false }
+
+// Delete implements predicate.Predicate.
+func (ReplicaBeingUpdatedChanged) Delete(event.DeleteEvent) bool { return false }
+
+// Generic implements predicate.Predicate.
+func (ReplicaBeingUpdatedChanged) Generic(event.GenericEvent) bool { return false }

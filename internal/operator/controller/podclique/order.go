@@ -11,15 +11,19 @@ import (
 )
 
 // sortForDeletion orders pods so that the ones a scale-in loses least by come first:
-// unscheduled before scheduled, not ready before ready, newest before oldest, then the
-// highest pod index (so low indices, and their hostnames, stay stable).
-func sortForDeletion(pods []*corev1.Pod) {
+// unscheduled before scheduled, not ready before ready, outdated (not built from templateHash)
+// before updated, newest before oldest, then the highest pod index (so low indices, and their
+// hostnames, stay stable).
+func sortForDeletion(pods []*corev1.Pod, templateHash string) {
 	rank := func(p *corev1.Pod) int {
 		r := 0
 		if common.IsScheduled(p) {
-			r += 2
+			r += 4
 		}
 		if common.IsReady(p) {
+			r += 2
+		}
+		if p.Labels[apicommon.LabelPodTemplateHash] == templateHash {
 			r++
 		}
 		return r

@@ -18,14 +18,18 @@ type podState struct {
 	ready    bool
 	age      time.Duration
 	podIndex int
+	outdated bool
 }
 
 func mkPod(s podState) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name:              s.name,
 		CreationTimestamp: metav1.NewTime(time.Unix(10000, 0).Add(-s.age)),
-		Labels:            map[string]string{apicommon.LabelPodCliquePodIndex: strconv.Itoa(s.podIndex)},
+		Labels:            map[string]string{apicommon.LabelPodCliquePodIndex: strconv.Itoa(s.podIndex), apicommon.LabelPodTemplateHash: "current"},
 	}}
+	if s.outdated {
+		p.Labels[apicommon.LabelPodTemplateHash] = "previous"
+	}
 	p.Spec.NodeName = s.node
 	if s.ready {
 		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
@@ -56,6 +60,14 @@ func TestSortForDeletion(t *testing.T) {
 			{name: "i3", podIndex: 3},
 			{name: "i2", podIndex: 2},
 		}, []string{"i3", "i2", "i1"}},
+		{"outdated before updated", []podState{
+			{name: "updated", node: "n", ready: true, age: time.Hour},
+			{name: "outdated", node: "n", ready: true, age: time.Hour * 2, outdated: true},
+		}, []string{"outdated", "updated"}},
+		{"availability before the template", []podState{
+			{name: "ready-outdated", node: "n", ready: true, outdated: true},
+			{name: "starting-updated", node: "n"},
+		}, []string{"starting-updated", "ready-outdated"}},
 		{"all rules together", []podState{
 			{name: "ready-old", node: "n", ready: true, age: time.Hour},
 			{name: "ready-new", node: "n", ready: true, age: time.Minute},
@@ -70,7 +82,7 @@ func TestSortForDeletion(t *testing.T) {
 			for _, s := range tc.pods {
 				pods = append(pods, mkPod(s))
 			}
-			sortForDeletion(pods)
+			sortForDeletion(pods, "current")
 			var got []string
 			for _, p := range pods {
 				got = append(got, p.Name)

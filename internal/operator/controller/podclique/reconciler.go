@@ -113,7 +113,13 @@ func (r *Reconciler) syncPods(ctx context.Context, key string, pclq *corev1alpha
 		}
 	case diff < 0:
 		candidates := slices.DeleteFunc(slices.Clone(active), func(p *corev1.Pod) bool { return pending.Deletions[p.UID] })
-		if err := r.deletePods(ctx, key, candidates, -diff); err != nil {
+		if err := r.deletePods(ctx, key, pclq, candidates, -diff); err != nil {
+			return err
+		}
+	case len(pending.Creations) == 0 && len(pending.Deletions) == 0:
+		// Pods are only replaced for an update once the clique has all its pods and nothing of
+		// an earlier step is in flight.
+		if err := r.replaceOutdatedPods(ctx, key, pclq, active); err != nil {
 			return err
 		}
 	}
@@ -171,8 +177,8 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 	return nil
 }
 
-func (r *Reconciler) deletePods(ctx context.Context, key string, candidates []*corev1.Pod, n int) error {
-	sortForDeletion(candidates)
+func (r *Reconciler) deletePods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, candidates []*corev1.Pod, n int) error {
+	sortForDeletion(candidates, pclq.Labels[apicommon.LabelPodTemplateHash])
 	victims := candidates[:min(n, len(candidates))]
 	_, err := common.SlowStart(ctx, len(victims), func(ctx context.Context, i int) error {
 		p := victims[i]

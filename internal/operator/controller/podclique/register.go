@@ -34,7 +34,9 @@ const ControllerName = "podclique"
 //   - owned ResourceClaims: deletion (a wanted claim is made again, a stale one is gone);
 //   - PodGangs: when a gang lists pods, its PodCliques may ungate them;
 //   - base-gang PodCliques: when their scheduled count changes, the scaled gangs that wait
-//     for them may ungate.
+//     for them may ungate;
+//   - PodCliqueSets: when a rolling update moves to another replica, its standalone
+//     PodCliques replace their outdated pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -47,7 +49,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(r.scaledGangCliques),
 			builder.WithPredicates(scheduledReplicasChanged{})).
+		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.standaloneCliques),
+			builder.WithPredicates(common.ReplicaBeingUpdatedChanged{})).
 		Complete(r)
+}
+
+// standaloneCliques maps a PodCliqueSet to its standalone PodCliques: a rolling update moved on
+// to another replica.
+func (r *Reconciler) standaloneCliques(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &corev1alpha1.PodCliqueList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels(common.ComponentLabels(obj.GetName(), apicommon.ComponentPCSPodClique))); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliques", "podCliqueSet", obj.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
 }
 
 // podEvents enqueues a pod's PodClique and tells the expectations what the cache saw.

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -67,7 +68,9 @@ func computeStatus(pclq *corev1alpha1.PodClique, pods []*corev1.Pod) corev1alpha
 
 	minAvailable := corev1alpha1.MinAvailableOf(&pclq.Spec)
 	common.SetCondition(&st.Conditions, scheduledCondition(scheduled, minAvailable), pclq.Generation)
-	common.SetCondition(&st.Conditions, minAvailableBreachedCondition(scheduled, failing, minAvailable), pclq.Generation)
+	previous := meta.FindStatusCondition(pclq.Status.Conditions, apicommon.ConditionMinAvailableBreached)
+	placed := previous != nil && (previous.Status == metav1.ConditionTrue || previous.Reason == apicommon.ReasonSufficientReadyPods)
+	common.SetCondition(&st.Conditions, minAvailableBreachedCondition(scheduled, failing, minAvailable, pclq.Spec.Replicas, placed), pclq.Generation)
 	return st
 }
 
@@ -82,21 +85,27 @@ func scheduledCondition(scheduled, minAvailable int32) metav1.Condition {
 		Message: fmt.Sprintf("%d of at least %d pods are scheduled", scheduled, minAvailable)}
 }
 
-// minAvailableBreachedCondition is True when fewer than minAvailable scheduled pods are ready
-// or still starting. Before the clique has been scheduled to minAvailable it is False: a gang
-// that was never placed has not lost anything (gang termination, a later feature, acts on True).
-func minAvailableBreachedCondition(scheduled, failing, minAvailable int32) metav1.Condition {
+// minAvailableBreachedCondition is True when fewer than minAvailable pods are scheduled and
+// ready (or still starting) in a clique that has been placed: one that had minAvailable pods
+// scheduled at least once (placed, remembered by this condition itself). A clique that was
+// never placed has lost nothing: a gang waiting for capacity must not be recreated for it.
+// Gang termination acts on True.
+func minAvailableBreachedCondition(scheduled, failing, minAvailable, replicas int32, placed bool) metav1.Condition {
 	c := metav1.Condition{Type: apicommon.ConditionMinAvailableBreached}
 	switch available := scheduled - failing; {
-	case scheduled < minAvailable:
-		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonInsufficientScheduledPods
-		c.Message = fmt.Sprintf("%d of at least %d pods are scheduled; availability is judged once they are", scheduled, minAvailable)
-	case available < minAvailable:
-		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonInsufficientReadyPods
-		c.Message = fmt.Sprintf("%d pods are ready or starting, fewer than minAvailable %d", available, minAvailable)
-	default:
+	case scheduled >= minAvailable && available >= minAvailable:
 		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonSufficientReadyPods
 		c.Message = fmt.Sprintf("%d pods are ready or starting, at least minAvailable %d", available, minAvailable)
+	case scheduled >= minAvailable:
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonInsufficientReadyPods
+		c.Message = fmt.Sprintf("%d pods are ready or starting, fewer than minAvailable %d", available, minAvailable)
+	case placed && replicas >= minAvailable:
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonInsufficientScheduledPods
+		c.Message = fmt.Sprintf("%d pods are scheduled, fewer than minAvailable %d, after the clique had been placed", scheduled, minAvailable)
+	default:
+		// Also a clique scaled below minAvailable on purpose (to zero, say): nothing was lost.
+		c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonInsufficientScheduledPods
+		c.Message = fmt.Sprintf("%d of at least %d pods are scheduled; availability is judged once they are", scheduled, minAvailable)
 	}
 	return c
 }

@@ -125,3 +125,33 @@ func findCondition(conds []metav1.Condition, t string) metav1.Condition {
 	}
 	return metav1.Condition{}
 }
+
+// TestBreachNeedsAPlacedClique: losing scheduled pods breaches minAvailable only in a clique
+// that had been placed (the condition remembers it); a clique never placed, or scaled below
+// minAvailable, is not breached.
+func TestBreachNeedsAPlacedClique(t *testing.T) {
+	pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: "p-0-a"},
+		Spec: corev1alpha1.PodCliqueSpec{Replicas: 2, MinAvailable: ptr.To[int32](2)}}
+	breach := func() metav1.Condition {
+		return findCondition(pclq.Status.Conditions, apicommon.ConditionMinAvailableBreached)
+	}
+	pclq.Status = computeStatus(pclq, []*corev1.Pod{podIn(ready, 0), podIn(pendingPod, 1)})
+	assert.Equal(t, metav1.ConditionFalse, breach().Status, "never placed")
+
+	pclq.Status = computeStatus(pclq, []*corev1.Pod{podIn(ready, 0), podIn(ready, 1)})
+	assert.Equal(t, metav1.ConditionFalse, breach().Status, "placed and available")
+
+	pclq.Status = computeStatus(pclq, []*corev1.Pod{podIn(ready, 0), podIn(pendingPod, 2)})
+	assert.Equal(t, metav1.ConditionTrue, breach().Status, "a placed clique lost a scheduled pod")
+	assert.Equal(t, apicommon.ReasonInsufficientScheduledPods, breach().Reason)
+
+	pclq.Status = computeStatus(pclq, []*corev1.Pod{podIn(pendingPod, 1), podIn(pendingPod, 2)})
+	assert.Equal(t, metav1.ConditionTrue, breach().Status, "stays breached while it has fewer")
+
+	pclq.Status = computeStatus(pclq, []*corev1.Pod{podIn(ready, 0), podIn(scheduledStarting, 2)})
+	assert.Equal(t, metav1.ConditionFalse, breach().Status, "healed")
+
+	pclq.Spec.Replicas = 0
+	pclq.Status = computeStatus(pclq, nil)
+	assert.Equal(t, metav1.ConditionFalse, breach().Status, "scaled to zero on purpose")
+}

@@ -63,6 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if syncErr == nil {
 		syncErr = r.syncMembers(ctx, pcs, pcsg, members)
 	}
+	if syncErr == nil {
+		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
+	}
 	statusErr := r.updateStatus(ctx, pcs, pcsg, members)
 	return reconcile.Result{}, errors.Join(syncErr, statusErr)
 }

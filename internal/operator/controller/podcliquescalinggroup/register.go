@@ -26,7 +26,8 @@ const ControllerName = "podcliquescalinggroup"
 //   - PodCliqueScalingGroups: spec (replicas via /scale) and deletion;
 //   - their PodCliques: creation, deletion, spec drift and status (replica availability);
 //   - owned ResourceClaims: deletion (a wanted claim is made again);
-//   - PodCliqueSets: a template change reaches the members.
+//   - PodCliqueSets: a template change reaches the members; a rolling update reaching the
+//     group's replica starts replacing its outdated replicas.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -38,7 +39,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			common.StatusChanged[*corev1alpha1.PodClique]{Status: func(p *corev1alpha1.PodClique) any { return p.Status }}))).
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.scalingGroupsOf),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, common.ReplicaBeingUpdatedChanged{}))).
 		Complete(r)
 }
 

@@ -22,7 +22,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliq
 	if equality.Semantic.DeepEqual(status, pcsg.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(pcsg.DeepCopy())
+	// The PodCliqueSet controller writes GangTerminationInProgress into the same conditions
+	// list: the optimistic lock keeps a patch from a stale copy from dropping it.
+	patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	pcsg.Status = status
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pcsg, patch))
 }

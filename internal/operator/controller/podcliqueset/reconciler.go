@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +41,10 @@ type Reconciler struct {
 	// syncedPodGangs remembers the generation of each PodGang the backend last synced, so
 	// SyncPodGang runs once per create or spec change and again after a failure.
 	syncedPodGangs sync.Map // types.UID -> int64
+	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
+	// on a cache that still shows them.
+	gangTerminated *uidSet
+	initOnce       sync.Once
 }
 
 // state is what one reconcile of a PodCliqueSet works from.
@@ -53,6 +58,21 @@ type state struct {
 	backendErrs field.ErrorList
 	// topology is set when topology-aware scheduling applies to this PodCliqueSet.
 	topology *topologyState
+	// requeue is when the reconcile must run again without an event (a pending breach expires).
+	requeue time.Duration
+}
+
+// requeueAfter asks for the reconcile to run again within d.
+func (s *state) requeueAfter(d time.Duration) {
+	if s.requeue == 0 || d < s.requeue {
+		s.requeue = d
+	}
+}
+
+// updatingReplica reports whether a rolling update is replacing the pods of replica i.
+func (s *state) updatingReplica(i int) bool {
+	updating, ok := common.ReplicaBeingUpdated(s.stored)
+	return ok && updating == i
 }
 
 type topologyState struct {
@@ -72,12 +92,13 @@ func (s *state) translated() topology.Translated {
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
 		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r}, &resourceClaims{r},
-		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
+		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
 	}
 }
 
 // Reconcile syncs the components of a PodCliqueSet in order and reports its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.initOnce.Do(func() { r.gangTerminated = newUIDSet(5 * time.Minute) })
 	stored := &corev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -99,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	syncErr := component.SyncAll(ctx, st, r.components()...)
 	statusErr := r.updateStatus(ctx, st, syncErr)
-	return reconcile.Result{}, errors.Join(syncErr, statusErr)
+	return reconcile.Result{RequeueAfter: st.requeue}, errors.Join(syncErr, statusErr)
 }
 
 // resolveTopology reads the ClusterTopology the constraints refer to, when topology-aware

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,8 +51,9 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	status := *st.stored.Status.DeepCopy()
 	generationHash := hash.PodCliqueSetGeneration(&pcs.Spec.Template)
 	type replicaState struct {
-		exists, available, updated  bool
-		standalone, groups, cliques int
+		// settled: every pod of every PodClique of the replica is ready.
+		exists, available, updated, settled bool
+		standalone, groups, cliques         int
 	}
 	replicas := map[int]*replicaState{}
 	at := func(obj client.Object) *replicaState {
@@ -60,7 +62,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 			return nil
 		}
 		if replicas[i] == nil {
-			replicas[i] = &replicaState{available: true, updated: true}
+			replicas[i] = &replicaState{available: true, updated: true, settled: true}
 		}
 		return replicas[i]
 	}
@@ -72,6 +74,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		}
 		rs.cliques++
 		rs.updated = rs.updated && ptr.Deref(p.Status.CurrentPodCliqueSetGenerationHash, "") == generationHash
+		rs.settled = rs.settled && p.Status.ReadyReplicas >= p.Spec.Replicas
 		if metav1.IsControlledBy(p, st.stored) {
 			rs.exists = true
 			rs.standalone++
@@ -114,6 +117,13 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 			status.UpdatedReplicas++
 		}
 	}
+	status.UpdateProgress = updateProgress(st, generationHash, func(i int) replicaUpdate {
+		rs := replicas[i]
+		if rs == nil || rs.standalone != standalone || rs.groups != groups {
+			return replicaUpdate{}
+		}
+		return replicaUpdate{updated: rs.updated && rs.cliques > 0, available: rs.available, settled: rs.settled}
+	}, pclqs, pcsgs)
 	status.ObservedGeneration = ptr.To(st.stored.Generation)
 	status.CurrentGenerationHash = ptr.To(generationHash)
 	status.Selector = ptr.To(common.PodCliqueSetSelector(pcs.Name).String())
@@ -172,4 +182,84 @@ func lastErrors(previous []corev1alpha1.LastError, st *state, syncErr error) []c
 		}
 	}
 	return current
+}
+
+// updateProgress reports (and, for RollingRecreate, drives) the move of the replicas to the
+// current generation hash. An update starts when the hash changes; a second change during an
+// update starts a new one from where the replicas are, continuing with the replica being
+// updated. RollingRecreate updates one replica at a time: the PodClique and scaling-group
+// controllers replace the pods of status.updateProgress.currentlyUpdating only, and the next
+// replica is picked (unavailable ones first: they have nothing to lose) once every pod of it is
+// updated and ready again. OnDelete reports progress and picks no replica.
+func updateProgress(st *state, generationHash string, replica func(i int) replicaUpdate,
+	pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup) *corev1alpha1.PodCliqueSetUpdateProgress {
+	previousHash := st.stored.Status.CurrentGenerationHash
+	progress := st.stored.Status.UpdateProgress.DeepCopy()
+	now := metav1.Now()
+	if previousHash != nil && *previousHash != generationHash {
+		var current *corev1alpha1.PodCliqueSetReplicaUpdateProgress
+		if progress != nil && progress.UpdateEndedAt == nil {
+			current = progress.CurrentlyUpdating
+		}
+		progress = &corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: now, CurrentlyUpdating: current}
+	}
+	if progress == nil || progress.UpdateEndedAt != nil {
+		return progress
+	}
+	progress.UpdatedPodCliques, progress.UpdatedPodCliqueScalingGroups = nil, nil
+	for i := range pclqs {
+		p := &pclqs[i]
+		if metav1.IsControlledBy(p, st.stored) && !common.IsTerminating(p) && ptr.Deref(p.Status.CurrentPodCliqueSetGenerationHash, "") == generationHash {
+			progress.UpdatedPodCliques = append(progress.UpdatedPodCliques, p.Name)
+		}
+	}
+	for i := range pcsgs {
+		g := &pcsgs[i]
+		if metav1.IsControlledBy(g, st.stored) && !common.IsTerminating(g) && ptr.Deref(g.Status.CurrentPodCliqueSetGenerationHash, "") == generationHash {
+			progress.UpdatedPodCliqueScalingGroups = append(progress.UpdatedPodCliqueScalingGroups, g.Name)
+		}
+	}
+	sort.Strings(progress.UpdatedPodCliques)
+	sort.Strings(progress.UpdatedPodCliqueScalingGroups)
+
+	var outdated, unavailable []int
+	for i := range int(st.pcs.Spec.Replicas) {
+		if r := replica(i); !r.updated {
+			outdated = append(outdated, i)
+			if !r.available {
+				unavailable = append(unavailable, i)
+			}
+		}
+	}
+	current := progress.CurrentlyUpdating
+	if current != nil {
+		i := int(current.ReplicaIndex)
+		if r := replica(i); i >= int(st.pcs.Spec.Replicas) || (r.updated && r.settled) {
+			current = nil
+		}
+	}
+	if st.pcs.Spec.UpdateStrategy.Type != corev1alpha1.RollingRecreateStrategy {
+		current = nil
+	} else if current == nil && len(outdated) > 0 {
+		next := outdated[0]
+		if len(unavailable) > 0 {
+			next = unavailable[0]
+		}
+		current = &corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: int32(next), UpdateStartedAt: now}
+	}
+	progress.CurrentlyUpdating = current
+	if current == nil && len(outdated) == 0 {
+		progress.UpdateEndedAt = &now
+	}
+	return progress
+}
+
+// replicaUpdate is how far a PodCliqueSet replica is with an update.
+type replicaUpdate struct {
+	// updated: every PodClique has all its pods built from the current template.
+	updated bool
+	// available: every PodClique and scaling group meets its minAvailable.
+	available bool
+	// settled: every pod is ready.
+	settled bool
 }

@@ -1,0 +1,185 @@
+package podcliquescalinggroup
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
+)
+
+// groupReplica is what a rolling update needs to know about one replica of the group.
+type groupReplica struct {
+	// outdated are its live pods not built from their PodClique's current template.
+	outdated []*corev1.Pod
+	// available: every member has minAvailable ready pods.
+	available bool
+	// updated: every member has all its pods, all ready and none outdated.
+	updated bool
+}
+
+// replaceOutdatedReplicas moves the group to the current template during a RollingRecreate
+// update of its PodCliqueSet replica. A group replica is one gang unit (say a leader and its
+// workers), so it is recreated whole: replicas that are not available are recreated at once,
+// available ones one at a time, the next only once every pod of the previous is updated and ready
+// again and only while the group keeps minAvailable available replicas (unless every replica is
+// needed for that). The replica being recreated is written to status.updateProgress before
+// its pods are deleted, so a reconcile on a stale cache never picks a second one.
+func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
+	members []*corev1alpha1.PodClique) error {
+	replicas, err := r.groupReplicas(ctx, pcsg, members)
+	if err != nil {
+		return err
+	}
+	generation := hash.PodCliqueSetGeneration(&pcs.Spec.Template)
+	progress := pcsg.Status.UpdateProgress.DeepCopy()
+	anyOutdated := slices.ContainsFunc(replicas, func(g groupReplica) bool { return len(g.outdated) > 0 })
+	inFlight := func() (int, bool) {
+		if progress == nil || progress.ReadyReplicaIndicesSelectedToUpdate == nil {
+			return 0, false
+		}
+		sel := progress.ReadyReplicaIndicesSelectedToUpdate
+		j := int(sel.Current)
+		return j, j < len(replicas) && !slices.Contains(sel.Completed, sel.Current)
+	}
+	now := metav1.Now()
+	if anyOutdated && (progress == nil || progress.PodCliqueSetGenerationHash != generation) {
+		// A new update; a replica still being recreated for an earlier one stays in flight.
+		next := &corev1alpha1.PodCliqueScalingGroupUpdateProgress{UpdateStartedAt: now, PodCliqueSetGenerationHash: generation}
+		if j, ok := inFlight(); ok {
+			next.ReadyReplicaIndicesSelectedToUpdate = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{Current: int32(j)}
+		}
+		progress = next
+	}
+	if j, ok := inFlight(); ok && replicas[j].updated {
+		sel := progress.ReadyReplicaIndicesSelectedToUpdate
+		sel.Completed = append(sel.Completed, sel.Current)
+	}
+	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
+	updating, rolling := common.ReplicaBeingUpdated(pcs)
+	if !rolling || updating != pcsReplica {
+		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+	}
+
+	var deletions []*corev1.Pod
+	selected, busy := inFlight()
+	for j, g := range replicas {
+		if len(g.outdated) > 0 && (!g.available || (busy && j == selected)) {
+			deletions = append(deletions, g.outdated...)
+		}
+	}
+	if !busy {
+		available := 0
+		var candidates []int
+		for j, g := range replicas {
+			if g.available {
+				available++
+				if len(g.outdated) > 0 {
+					candidates = append(candidates, j)
+				}
+			}
+		}
+		minAvailable := int(ptrOr(pcsg.Spec.MinAvailable, 1))
+		if len(candidates) > 0 && (available-1 >= minAvailable || available == len(replicas)) {
+			// Scaled gangs (the highest indices) go before the base gang's replicas.
+			sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
+			j := candidates[0]
+			sel := progress.ReadyReplicaIndicesSelectedToUpdate
+			if sel == nil {
+				sel = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{}
+				progress.ReadyReplicaIndicesSelectedToUpdate = sel
+			}
+			sel.Current = int32(j)
+			deletions = append(deletions, replicas[j].outdated...)
+		}
+	}
+	if err := r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)); err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range deletions {
+		errs = append(errs, common.Delete(ctx, r.Client, p))
+	}
+	return errors.Join(errs...)
+}
+
+// endIfDone marks the update ended once no replica has outdated pods and none is in flight.
+func endIfDone(progress *corev1alpha1.PodCliqueScalingGroupUpdateProgress, anyOutdated bool, inFlight func() (int, bool), now metav1.Time) *corev1alpha1.PodCliqueScalingGroupUpdateProgress {
+	if progress == nil || progress.UpdateEndedAt != nil || anyOutdated {
+		return progress
+	}
+	if _, busy := inFlight(); busy {
+		return progress
+	}
+	progress.UpdateEndedAt = &now
+	return progress
+}
+
+// writeProgress stores the update progress when it changed, with an optimistic lock: a stale
+// copy must not overwrite the replica a newer reconcile selected.
+func (r *Reconciler) writeProgress(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, progress *corev1alpha1.PodCliqueScalingGroupUpdateProgress) error {
+	if equality.Semantic.DeepEqual(progress, pcsg.Status.UpdateProgress) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pcsg.Status.UpdateProgress = progress
+	return r.Client.Status().Patch(ctx, pcsg, patch)
+}
+
+// groupReplicas reads the state of each group replica from its members' pods.
+func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) ([]groupReplica, error) {
+	list := &corev1.PodList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(pcsg.Namespace), client.MatchingLabels{
+		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg),
+		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
+	}); err != nil {
+		return nil, err
+	}
+	pods := map[string][]*corev1.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if common.IsActive(p) {
+			pods[p.Labels[apicommon.LabelPodClique]] = append(pods[p.Labels[apicommon.LabelPodClique]], p)
+		}
+	}
+	replicas := make([]groupReplica, pcsg.Spec.Replicas)
+	count := make([]int, pcsg.Spec.Replicas)
+	for j := range replicas {
+		replicas[j] = groupReplica{available: true, updated: true}
+	}
+	for _, m := range members {
+		j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
+		if !ok || j >= len(replicas) || common.IsTerminating(m) {
+			continue
+		}
+		count[j]++
+		g := &replicas[j]
+		var ready int32
+		for _, p := range pods[m.Name] {
+			if common.IsReady(p) {
+				ready++
+			}
+			if p.Labels[apicommon.LabelPodTemplateHash] != m.Labels[apicommon.LabelPodTemplateHash] {
+				g.outdated = append(g.outdated, p)
+			}
+		}
+		g.available = g.available && ready >= corev1alpha1.MinAvailableOf(&m.Spec)
+		g.updated = g.updated && len(pods[m.Name]) == int(m.Spec.Replicas) && ready == m.Spec.Replicas
+	}
+	for j := range replicas {
+		g := &replicas[j]
+		g.available = g.available && count[j] == len(pcsg.Spec.CliqueNames)
+		g.updated = g.updated && g.available && len(g.outdated) == 0
+	}
+	return replicas, nil
+}

@@ -1,0 +1,78 @@
+package podcliqueset
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+func TestUpdateProgress(t *testing.T) {
+	started := metav1.NewTime(time.Now().Add(-time.Minute)).Rfc3339Copy()
+	inProgress := func(replica int32) *corev1alpha1.PodCliqueSetUpdateProgress {
+		return &corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: started,
+			CurrentlyUpdating: &corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: replica, UpdateStartedAt: started}}
+	}
+	ready := replicaUpdate{available: true, settled: true}
+	done := replicaUpdate{updated: true, available: true, settled: true}
+	cases := []struct {
+		name         string
+		strategy     corev1alpha1.UpdateStrategyType
+		previousHash string
+		previous     *corev1alpha1.PodCliqueSetUpdateProgress
+		replicas     []replicaUpdate
+		wantCurrent  *int32
+		wantEnded    bool
+		wantRestart  bool
+	}{
+		{name: "a new PodCliqueSet has no update", replicas: []replicaUpdate{{}, {}}},
+		{name: "a hash change starts with the first replica", previousHash: "old",
+			replicas: []replicaUpdate{ready, ready}, wantCurrent: ptr.To[int32](0), wantRestart: true},
+		{name: "an unavailable replica goes first", previousHash: "old",
+			replicas: []replicaUpdate{ready, {}}, wantCurrent: ptr.To[int32](1), wantRestart: true},
+		{name: "the replica being updated stays until all its pods are ready", previousHash: "new", previous: inProgress(0),
+			replicas: []replicaUpdate{{updated: true, available: true}, ready}, wantCurrent: ptr.To[int32](0)},
+		{name: "then the next one", previousHash: "new", previous: inProgress(0),
+			replicas: []replicaUpdate{done, ready}, wantCurrent: ptr.To[int32](1)},
+		{name: "a second change carries on with the replica being updated", previousHash: "intermediate", previous: inProgress(1),
+			replicas: []replicaUpdate{ready, {available: true}}, wantCurrent: ptr.To[int32](1), wantRestart: true},
+		{name: "ends when every replica is updated", previousHash: "new", previous: inProgress(1),
+			replicas: []replicaUpdate{done, done}, wantEnded: true},
+		{name: "OnDelete picks no replica", strategy: corev1alpha1.OnDeleteStrategy, previousHash: "old",
+			replicas: []replicaUpdate{ready}, wantRestart: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy := tc.strategy
+			if strategy == "" {
+				strategy = corev1alpha1.RollingRecreateStrategy
+			}
+			pcs := &corev1alpha1.PodCliqueSet{Spec: corev1alpha1.PodCliqueSetSpec{Replicas: int32(len(tc.replicas)),
+				UpdateStrategy: &corev1alpha1.PodCliqueSetUpdateStrategy{Type: strategy}}}
+			stored := pcs.DeepCopy()
+			if tc.previousHash != "" {
+				stored.Status.CurrentGenerationHash = ptr.To(tc.previousHash)
+			}
+			stored.Status.UpdateProgress = tc.previous
+			got := updateProgress(&state{pcs: pcs, stored: stored}, "new", func(i int) replicaUpdate { return tc.replicas[i] }, nil, nil)
+			if tc.previousHash == "" {
+				assert.Nil(t, got)
+				return
+			}
+			if !assert.NotNil(t, got) {
+				return
+			}
+			if tc.wantCurrent == nil {
+				assert.Nil(t, got.CurrentlyUpdating)
+			} else if assert.NotNil(t, got.CurrentlyUpdating) {
+				assert.Equal(t, *tc.wantCurrent, got.CurrentlyUpdating.ReplicaIndex)
+			}
+			assert.Equal(t, tc.wantEnded, got.UpdateEndedAt != nil)
+			assert.Equal(t, tc.wantRestart, !got.UpdateStartedAt.Equal(&started), "a new update starts")
+		})
+	}
+}

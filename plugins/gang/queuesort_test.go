@@ -1,0 +1,102 @@
+package gang
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// queued is a queued pod: gang "" means a pod outside gangs.
+func queued(t *testing.T, name, gang, group string, priority int32, queuedAt time.Duration) fwk.QueuedEntityInfo {
+	t.Helper()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1.PodSpec{Priority: ptr.To(priority)}}
+	if gang != "" {
+		pod.Labels = map[string]string{common.LabelPodGang: gang, common.LabelPodClique: group}
+	}
+	info, err := framework.NewPodInfo(pod)
+	require.NoError(t, err)
+	return &framework.QueuedPodInfo{PodInfo: info, QueueingParams: framework.QueueingParams{Timestamp: t0.Add(queuedAt)}}
+}
+
+func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
+	cases := []struct {
+		name string
+		// gangTimes is each gang's queue time (its PodGang's creation or last failed attempt).
+		gangTimes map[string]time.Duration
+		pods      []fwk.QueuedEntityInfo
+		want      []string
+	}{
+		{
+			name:      "members of a gang stay adjacent though queued at different times, PodGroup by PodGroup",
+			gangTimes: map[string]time.Duration{"ns/a": 0, "ns/b": time.Second},
+			pods: []fwk.QueuedEntityInfo{
+				queued(t, "b-w-0", "b", "w", 0, 0),
+				queued(t, "a-w-1", "a", "w", 0, 5*time.Second),
+				queued(t, "plain", "", "", 0, 500*time.Millisecond),
+				queued(t, "a-d-0", "a", "d", 0, 9*time.Second),
+				queued(t, "a-w-0", "a", "w", 0, 7*time.Second),
+				queued(t, "b-w-1", "b", "w", 0, 8*time.Second),
+			},
+			want: []string{"a-d-0", "a-w-0", "a-w-1", "plain", "b-w-0", "b-w-1"},
+		},
+		{
+			name:      "priority first",
+			gangTimes: map[string]time.Duration{"ns/a": 0, "ns/b": time.Second},
+			pods: []fwk.QueuedEntityInfo{
+				queued(t, "a-w-0", "a", "w", 0, 0),
+				queued(t, "b-w-0", "b", "w", 100, 0),
+				queued(t, "plain", "", "", 50, 0),
+			},
+			want: []string{"b-w-0", "plain", "a-w-0"},
+		},
+		{
+			name: "a gang that just failed queues behind gangs created after it",
+			// Gang a was created first but failed an attempt at 10s.
+			gangTimes: map[string]time.Duration{"ns/a": 10 * time.Second, "ns/b": time.Second, "ns/c": 2 * time.Second},
+			pods: []fwk.QueuedEntityInfo{
+				queued(t, "a-w-0", "a", "w", 0, 0),
+				queued(t, "c-w-0", "c", "w", 0, 0),
+				queued(t, "b-w-0", "b", "w", 0, 0),
+			},
+			want: []string{"b-w-0", "c-w-0", "a-w-0"},
+		},
+		{
+			name:      "same queue time: gangs by name, never interleaved",
+			gangTimes: map[string]time.Duration{"ns/a": 0, "ns/b": 0},
+			pods: []fwk.QueuedEntityInfo{
+				queued(t, "b-w-0", "b", "w", 0, 0),
+				queued(t, "a-w-1", "a", "w", 0, 0),
+				queued(t, "b-w-1", "b", "w", 0, 0),
+				queued(t, "a-w-0", "a", "w", 0, 0),
+			},
+			want: []string{"a-w-0", "a-w-1", "b-w-0", "b-w-1"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Plugin{}
+			for gang, at := range tc.gangTimes {
+				p.setQueueTime(gang, t0.Add(at))
+			}
+			pods := append([]fwk.QueuedEntityInfo(nil), tc.pods...)
+			sort.SliceStable(pods, func(i, j int) bool { return p.Less(pods[i], pods[j]) })
+			var got []string
+			for _, e := range pods {
+				got = append(got, e.(*framework.QueuedPodInfo).Pod.Name)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package gangcache
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+)
+
+const key = "ns/g"
+
+func podGang(generation int64, mins ...int32) *v1alpha1.PodGang {
+	pg := &v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Generation: generation}}
+	for i, m := range mins {
+		pg.Spec.PodGroups = append(pg.Spec.PodGroups, v1alpha1.PodGroup{Name: []string{"a", "b"}[i], MinReplicas: m})
+	}
+	return pg
+}
+
+func memberPod(uid, group string, tweak ...func(*v1.Pod)) *v1.Pod {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: uid, UID: types.UID(uid),
+		Labels: map[string]string{common.LabelPodGang: "g", common.LabelPodClique: group}}}
+	for _, f := range tweak {
+		f(pod)
+	}
+	return pod
+}
+
+func gated(p *v1.Pod) { p.Spec.SchedulingGates = []v1.PodSchedulingGate{{Name: "x"}} }
+
+func boundTo(node string) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.NodeName = node } }
+
+func terminating(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }
+
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) listen(k string, ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k == key {
+		r.events = append(r.events, ev)
+	}
+}
+
+func (r *recorder) take() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.events
+	r.events = nil
+	return out
+}
+
+func TestCountsFollowInformerAndScheduler(t *testing.T) {
+	type counts struct{ present, assumed, bound int32 }
+	steps := []struct {
+		name string
+		do   func(c *Cache)
+		want counts // of PodGroup "a"
+	}{
+		{"a gated member is not present", func(c *Cache) { c.UpsertPod(memberPod("1", "a", gated)) }, counts{0, 0, 0}},
+		{"ungated, it is", func(c *Cache) { c.UpsertPod(memberPod("1", "a")) }, counts{1, 0, 0}},
+		{"the scheduler assumes it", func(c *Cache) { c.Assume(memberPod("1", "a"), "n1") }, counts{1, 1, 0}},
+		{"an informer update without a node keeps the assumption", func(c *Cache) { c.UpsertPod(memberPod("1", "a")) }, counts{1, 1, 0}},
+		{"Unreserve forgets it", func(c *Cache) { c.Forget(memberPod("1", "a")) }, counts{1, 0, 0}},
+		{"assumed again, then bound by the scheduler", func(c *Cache) {
+			c.Assume(memberPod("1", "a"), "n1")
+			c.Bind(memberPod("1", "a"), "n1")
+		}, counts{1, 0, 1}},
+		{"a stale informer copy does not unbind it", func(c *Cache) { c.UpsertPod(memberPod("1", "a")) }, counts{1, 0, 1}},
+		{"nor does a late Forget", func(c *Cache) { c.Forget(memberPod("1", "a")) }, counts{1, 0, 1}},
+		{"a member the informer shows bound", func(c *Cache) { c.UpsertPod(memberPod("2", "a", boundTo("n2"))) }, counts{2, 0, 2}},
+		{"a terminating member is not present but still bound", func(c *Cache) { c.UpsertPod(memberPod("2", "a", boundTo("n2"), terminating)) }, counts{1, 0, 2}},
+		{"deleted members are gone", func(c *Cache) {
+			c.DeletePod(memberPod("2", "a"))
+			c.DeletePod(memberPod("1", "a"))
+		}, counts{0, 0, 0}},
+	}
+	c := New()
+	c.UpsertPodGang(podGang(1, 2, 1))
+	for _, s := range steps {
+		s.do(c)
+		g, ok := c.Get(key)
+		require.True(t, ok)
+		a, _ := g.Quorum.Group("a")
+		assert.Equal(t, s.want, counts{a.Present, a.Assumed, a.Bound}, s.name)
+	}
+}
+
+func TestQuorumPresentIsToldOnceWhenTheLastMemberArrives(t *testing.T) {
+	c := New()
+	r := &recorder{}
+	c.AddListener(r.listen)
+	c.UpsertPod(memberPod("a1", "a"))
+	c.UpsertPod(memberPod("b1", "b", gated))
+	assert.Empty(t, r.take(), "no PodGang yet")
+	c.UpsertPodGang(podGang(1, 1, 1))
+	assert.Equal(t, []Event{GangChanged}, r.take(), "b1 is gated")
+	c.UpsertPodGang(podGang(1, 1, 1))
+	assert.Empty(t, r.take(), "a status update (same generation) is not a change")
+	c.UpsertPod(memberPod("b1", "b"))
+	assert.Equal(t, []Event{QuorumPresent, MembersChanged}, r.take())
+	c.UpsertPod(memberPod("b2", "b"))
+	assert.Empty(t, r.take(), "already present")
+	g, _ := c.Get(key)
+	assert.Equal(t, ledger.Quorum{{Name: "a", Min: 1, Present: 1}, {Name: "b", Min: 1, Present: 2}}, g.Quorum)
+	c.DeletePodGang("ns", "g")
+	assert.Equal(t, []Event{GangDeleted}, r.take())
+	_, ok := c.Get(key)
+	assert.False(t, ok)
+}
+
+func TestAddPodIfMissingTellsListenersFromAnotherGoroutine(t *testing.T) {
+	c := New()
+	c.UpsertPodGang(podGang(1, 1))
+	got := make(chan Event, 1)
+	var listenerDone sync.Mutex
+	listenerDone.Lock()
+	c.AddListener(func(k string, ev Event) {
+		// PreEnqueue holds the queue's lock; a listener that activates pods takes it too. The
+		// cache must not call it on PreEnqueue's goroutine: here, that goroutine holds
+		// listenerDone until AddPodIfMissing returned.
+		listenerDone.Lock()
+		defer listenerDone.Unlock()
+		got <- ev
+	})
+	c.AddPodIfMissing(memberPod("a1", "a"))
+	listenerDone.Unlock()
+	select {
+	case ev := <-got:
+		assert.Equal(t, QuorumPresent, ev)
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener not told")
+	}
+	c.AddPodIfMissing(memberPod("a1", "a"))
+	g, _ := c.Get(key)
+	assert.Equal(t, int32(1), g.Quorum[0].Present, "known pods are not recounted")
+}
+
+func TestHeldAndPendingMembers(t *testing.T) {
+	c := New()
+	c.UpsertPodGang(podGang(1, 2, 1))
+	c.UpsertPod(memberPod("a1", "a"))
+	c.UpsertPod(memberPod("a2", "a"))
+	c.UpsertPod(memberPod("b1", "b", boundTo("n3")))
+	c.Assume(memberPod("a1", "a"), "n1")
+	assert.Equal(t, map[string][]string{"a": {"n1"}, "b": {"n3"}}, c.HeldNodes(key))
+	assert.Equal(t, map[string][]string{"b": {"n3"}}, c.BoundNodes(key))
+	var pending []string
+	for _, p := range c.Pending(key) {
+		pending = append(pending, p.Name)
+	}
+	assert.Equal(t, []string{"a2"}, pending)
+	assert.Len(t, c.Members(key, []types.UID{"a1", "gone"}), 1)
+	assert.Equal(t, []*v1.Pod{memberPod("a1", "a")}, c.Assumed(key))
+}
