@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -195,9 +196,15 @@ func TestFinishedPodIsReplaced(t *testing.T) {
 	e.eventually(func(c *assert.CollectT) { assert.Len(c, refNames(e.podGang(c, "evict-0").Spec.PodGroups[0]), 2) })
 
 	failed := e.pods("evict-0-a")[0]
-	failed.Status.Phase = corev1.PodFailed
-	failed.Status.Reason = "Evicted"
-	require.NoError(t, e.c.Status().Update(e.ctx, &failed))
+	// The operator may still be ungating the pod: re-read on conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(&failed), &failed); err != nil {
+			return err
+		}
+		failed.Status.Phase = corev1.PodFailed
+		failed.Status.Reason = "Evicted"
+		return e.c.Status().Update(e.ctx, &failed)
+	}))
 	e.eventually(func(c *assert.CollectT) {
 		var replacement []string
 		for _, p := range e.pods("evict-0-a") {
