@@ -3,8 +3,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
@@ -15,7 +17,20 @@ import (
 )
 
 func main() {
+	cmd, err := newCommand()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(cli.Run(cmd))
+}
+
+// newCommand is kube-scheduler's command with Grove's plugins and feature gate defaults.
+func newCommand() (*cobra.Command, error) {
+	if err := plugins.ApplyFeatureDefaults(); err != nil {
+		return nil, err
+	}
 	cmd := app.NewSchedulerCommand(plugins.SchedulerOptions()...)
 	cmd.Use = "grove-scheduler"
-	os.Exit(cli.Run(cmd))
+	return cmd, nil
 }

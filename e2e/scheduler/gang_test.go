@@ -31,10 +31,6 @@ func TestGangThatFitsIsBoundWholeAndOneThatDoesNotStaysPendingSayingWhy(t *testi
 	assert.Equal(t, 0, e.waitBound("fits", 6).pending)
 	e.waitScheduledCondition("fits", metav1.ConditionTrue, "6 of 6 required pods are bound")
 	assert.Equal(t, v1alpha1.PodGangPhaseStarting, e.podGang("fits").Status.Phase, "bound, not running (no kubelet)")
-	e.eventually("one GangScheduled event", func() (bool, string) {
-		n := len(e.gangEvents("fits", common.EventReasonGangScheduled))
-		return n == 1, fmt.Sprintf("%d events", n)
-	})
 
 	// 4 CPU are left: room for 2 of the 4 pods.
 	e.createGang(gang{name: "too-big", groups: workers(4, "2")})

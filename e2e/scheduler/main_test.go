@@ -8,6 +8,13 @@ import (
 	"testing"
 
 	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/plugins"
 )
 
-func TestMain(m *testing.M) { os.Exit(cluster.RunShared(m, cluster.Options{})) }
+func TestMain(m *testing.M) {
+	// The feature gates cmd/grove-scheduler runs with.
+	if err := plugins.ApplyFeatureDefaults(); err != nil {
+		panic(err)
+	}
+	os.Exit(cluster.RunShared(m, cluster.Options{}))
+}

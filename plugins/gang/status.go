@@ -187,8 +187,6 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if current.equal(d) || wrote && last.status.equal(d) && time.Since(last.at) < informerLag {
 		return nil
 	}
-	wasScheduled := existing != nil && existing.Status == metav1.ConditionTrue ||
-		wrote && last.status.condition.Status == metav1.ConditionTrue
 	status := map[string]any{"phase": d.phase, "conditions": []metav1.Condition{*d.condition}}
 	if d.placementScore != nil {
 		status["placementScore"] = *d.placementScore
@@ -212,10 +210,9 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// A placed gang gets no event of its own: kube-scheduler already tells each pod's binding,
+	// and an event per gang would be one more API write per gang on the hot path.
 	w.written[key] = writtenStatus{status: d, at: time.Now()}
-	if d.condition.Status == metav1.ConditionTrue && !wasScheduled && w.recorder != nil {
-		w.recorder.Eventf(podGangRef(pg), nil, v1.EventTypeNormal, common.EventReasonGangScheduled, "Scheduling", "%s", d.condition.Message)
-	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -36,32 +37,68 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: benchratio FILE.json...")
 		os.Exit(2)
 	}
-	var results []result
+	ratios := map[string][]float64{}
+	var order []string
 	for _, path := range os.Args[1:] {
-		data, err := os.ReadFile(path)
-		if err != nil {
+		fmt.Println(path)
+		for name, ratio := range printRun(path) {
+			if _, seen := ratios[name]; !seen {
+				order = append(order, name)
+			}
+			ratios[name] = append(ratios[name], ratio)
+		}
+	}
+	if len(os.Args) > 2 {
+		// Several runs: the median ratio per workload.
+		sort.Strings(order)
+		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "workload\truns\tmedian ratio\tratios\t")
+		for _, name := range order {
+			rs := ratios[name]
+			sort.Float64s(rs)
+			med := rs[len(rs)/2]
+			if len(rs)%2 == 0 {
+				med = (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
+			}
+			var all []string
+			for _, r := range rs {
+				all = append(all, fmt.Sprintf("%.2f", r))
+			}
+			fmt.Fprintf(w, "%s\t%d\t%.2fx\t%s\t\n", name, len(rs), med, strings.Join(all, " "))
+		}
+		if err := w.Flush(); err != nil {
 			fail(err)
 		}
-		var items dataItems
-		if err := json.Unmarshal(data, &items); err != nil {
-			fail(fmt.Errorf("%s: %w", path, err))
+	}
+}
+
+// printRun prints one run's table and returns each gang workload's ratio to its baseline.
+func printRun(path string) map[string]float64 {
+	var results []result
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fail(err)
+	}
+	var items dataItems
+	if err := json.Unmarshal(data, &items); err != nil {
+		fail(fmt.Errorf("%s: %w", path, err))
+	}
+	for _, item := range items.DataItems {
+		if item.Labels["Metric"] != "SchedulingThroughput" {
+			continue
 		}
-		for _, item := range items.DataItems {
-			if item.Labels["Metric"] != "SchedulingThroughput" {
-				continue
-			}
-			// Name is "BenchmarkPerfScheduling/<test case>/<workload>/<namespace>".
-			parts := strings.Split(item.Labels["Name"], "/")
-			if len(parts) < 3 {
-				fail(fmt.Errorf("%s: unexpected data item name %q", path, item.Labels["Name"]))
-			}
-			results = append(results, result{testCase: parts[1], workload: parts[2], nodes: strings.SplitN(parts[2], "_", 2)[0],
-				average: item.Data["Average"], perc50: item.Data["Perc50"]})
+		// Name is "BenchmarkPerfScheduling/<test case>/<workload>/<namespace>".
+		parts := strings.Split(item.Labels["Name"], "/")
+		if len(parts) < 3 {
+			fail(fmt.Errorf("%s: unexpected data item name %q", path, item.Labels["Name"]))
 		}
+		results = append(results, result{testCase: parts[1], workload: parts[2], nodes: strings.SplitN(parts[2], "_", 2)[0],
+			average: item.Data["Average"], perc50: item.Data["Perc50"]})
 	}
 	if len(results) == 0 {
-		fail(fmt.Errorf("no SchedulingThroughput data items in %v", os.Args[1:]))
+		fail(fmt.Errorf("no SchedulingThroughput data items in %s", path))
 	}
+	out := map[string]float64{}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "workload (in run order)\tpods/s (average)\tpods/s (p50)\tbaseline pods/s\tratio\t")
 	for i, r := range results {
@@ -72,12 +109,14 @@ func main() {
 		base, ratio := "n/a", "n/a"
 		if b, ok := neighbourBaseline(results, i); ok {
 			base, ratio = fmt.Sprintf("%.1f", b), fmt.Sprintf("%.2fx", r.average/b)
+			out[r.testCase+"/"+r.workload] = r.average / b
 		}
 		fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t%s\t%s\t\n", r.testCase, r.workload, r.average, r.perc50, base, ratio)
 	}
 	if err := w.Flush(); err != nil {
 		fail(err)
 	}
+	return out
 }
 
 // neighbourBaseline is the mean of the nearest baselines of the same node count before and

@@ -74,8 +74,6 @@ const (
 	// EventReasonGangUnschedulable is the event on a PodGang that cannot be placed, saying why in
 	// gang terms.
 	EventReasonGangUnschedulable = "GangUnschedulable"
-	// EventReasonGangScheduled is the event on a PodGang whose quorum got bound.
-	EventReasonGangScheduled = "GangScheduled"
 	// ReasonUnschedulable is the reason of a False Scheduled condition of a gang that cannot be
 	// placed now.
 	ReasonUnschedulable = "Unschedulable"

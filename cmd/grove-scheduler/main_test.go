@@ -1,0 +1,34 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
+	"k8s.io/kubernetes/pkg/features"
+)
+
+// enabledAtRun runs the command with args up to where the scheduler would start and reports
+// whether NominatedNodeNameForExpectation is on then.
+func enabledAtRun(t *testing.T, args ...string) bool {
+	t.Helper()
+	cmd, err := newCommand()
+	require.NoError(t, err)
+	var enabled bool
+	cmd.RunE = func(*cobra.Command, []string) error {
+		enabled = utilfeature.DefaultFeatureGate.Enabled(features.NominatedNodeNameForExpectation)
+		return nil
+	}
+	cmd.SetArgs(args)
+	require.NoError(t, cmd.Execute())
+	return enabled
+}
+
+func TestNominatedNodeNameForExpectationIsOffByDefaultButCanBeTurnedOn(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.NominatedNodeNameForExpectation, true)
+	assert.False(t, enabledAtRun(t), "grove-scheduler's default")
+	assert.True(t, enabledAtRun(t, "--feature-gates=NominatedNodeNameForExpectation=true"), "the flag wins")
+}
