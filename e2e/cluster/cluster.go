@@ -261,7 +261,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 		QPS:             -1, // no client-side throttling against a private apiserver
 	}
 	hdr := map[string]string{"Authorization": "Bearer " + c.AdminToken}
-	return c.waitHTTP(ctx, c.apiserver, c.APIServerURL+"/readyz", &tls.Config{RootCAs: pool}, 120*time.Second, hdr)
+	return c.waitHTTP(ctx, c.apiserver, c.APIServerURL+"/readyz", &tls.Config{RootCAs: pool}, 300*time.Second, hdr)
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context, binDir string) error {
@@ -291,7 +291,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 	if err != nil {
 		return err
 	}
-	return c.poll(ctx, c.kcm, 120*time.Second, func(ctx context.Context) (bool, error) {
+	return c.poll(ctx, c.kcm, 300*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
