@@ -10,6 +10,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,7 +51,7 @@ type Plugin struct {
 	ledger *ledger.Ledger
 	status *statusWriter
 	// queueTimes orders gangs in the queue: the PodGang's creation, or its last failed attempt.
-	queueTimes sync.Map
+	queueTimes queueTimes
 }
 
 var (
@@ -122,7 +123,8 @@ func readState(state fwk.CycleState) *cycleState {
 
 // Less orders the queue: priority, then gang age (a gang that just failed an attempt queues as
 // if it arrived then, so it does not block others forever), then gang, PodGroup and pod — so the
-// pods of one gang are adjacent and gangs do not interleave.
+// pods of one gang are adjacent and gangs do not interleave. It runs under the queue's lock on
+// every push and pop: it allocates nothing.
 func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	if pa, pb := a.GetPriority(), b.GetPriority(); pa != pb {
 		return pa > pb
@@ -131,41 +133,87 @@ func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	if !ka.time.Equal(kb.time) {
 		return ka.time.Before(kb.time)
 	}
-	if ka.gang != kb.gang {
-		return ka.gang < kb.gang
+	for _, pair := range [4][2]string{{ka.namespace, kb.namespace}, {ka.gang, kb.gang}, {ka.group, kb.group}, {ka.pod, kb.pod}} {
+		if pair[0] != pair[1] {
+			return pair[0] < pair[1]
+		}
 	}
-	if ka.group != kb.group {
-		return ka.group < kb.group
-	}
-	return ka.pod < kb.pod
+	return false
 }
 
+// queueKey is where an entity sorts. Pods outside gangs are gangs of their own, named by the pod.
 type queueKey struct {
-	time             time.Time
-	gang, group, pod string
+	time                        time.Time
+	namespace, gang, group, pod string
 }
 
 func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 	switch info := e.(type) {
 	case *framework.QueuedPodInfo:
 		pod := info.Pod
-		if key, group, ok := gangcache.GangKey(pod); ok {
-			t := e.GetTimestamp()
-			if v, ok := p.queueTimes.Load(key); ok {
-				t = v.(time.Time)
-			}
-			return queueKey{time: t, gang: key, group: group, pod: pod.Name}
+		gang, isMember := pod.Labels[common.LabelPodGang]
+		if !isMember || gang == "" {
+			return queueKey{time: e.GetTimestamp(), namespace: pod.Namespace, gang: pod.Name}
 		}
-		return queueKey{time: e.GetTimestamp(), gang: pod.Namespace + "/" + pod.Name}
+		t, ok := p.queueTimes.get(pod.Namespace, gang)
+		if !ok {
+			t = e.GetTimestamp()
+		}
+		return queueKey{time: t, namespace: pod.Namespace, gang: gang, group: pod.Labels[common.LabelPodClique], pod: pod.Name}
 	case *framework.QueuedPodGroupInfo:
 		if info.PodGroup != nil {
-			return queueKey{time: e.GetTimestamp(), gang: info.PodGroup.Namespace + "/" + info.PodGroup.Name}
+			return queueKey{time: e.GetTimestamp(), namespace: info.PodGroup.Namespace, gang: info.PodGroup.Name}
 		}
 	}
 	return queueKey{time: e.GetTimestamp()}
 }
 
-func (p *Plugin) setQueueTime(key string, t time.Time) { p.queueTimes.Store(key, t) }
+// queueTimes holds each gang's queue time by namespace and name (lookups allocate nothing).
+type queueTimes struct {
+	mu    sync.RWMutex
+	byKey map[string]map[string]time.Time
+}
+
+func (q *queueTimes) get(namespace, name string) (time.Time, bool) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	t, ok := q.byKey[namespace][name]
+	return t, ok
+}
+
+func splitKey(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(key, "/")
+	return namespace, name
+}
+
+// set records a gang's queue time; onlyIfUnset keeps an existing one.
+func (q *queueTimes) set(key string, t time.Time, onlyIfUnset bool) {
+	namespace, name := splitKey(key)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.byKey == nil {
+		q.byKey = map[string]map[string]time.Time{}
+	}
+	if q.byKey[namespace] == nil {
+		q.byKey[namespace] = map[string]time.Time{}
+	}
+	if _, ok := q.byKey[namespace][name]; ok && onlyIfUnset {
+		return
+	}
+	q.byKey[namespace][name] = t
+}
+
+func (q *queueTimes) remove(key string) {
+	namespace, name := splitKey(key)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.byKey[namespace], name)
+	if len(q.byKey[namespace]) == 0 {
+		delete(q.byKey, namespace)
+	}
+}
+
+func (p *Plugin) setQueueTime(key string, t time.Time) { p.queueTimes.set(key, t, false) }
 
 // PreEnqueue keeps a member out of the active queue until its PodGang exists and every PodGroup
 // has minReplicas members present and ungated, and while the gang backs off.
@@ -441,9 +489,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 	switch ev {
 	case gangcache.GangChanged:
 		if g, ok := p.gangs.Get(key); ok {
-			if _, seen := p.queueTimes.Load(key); !seen {
-				p.setQueueTime(key, g.PodGang.CreationTimestamp.Time)
-			}
+			p.queueTimes.set(key, g.PodGang.CreationTimestamp.Time, true)
 			if g.Quorum.Missing() == "" {
 				p.activate(p.gangs.Pending(key))
 			}
@@ -457,7 +503,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 				wp.Reject(Name, fmt.Sprintf("PodGang %s was deleted", key))
 			}
 		}
-		p.queueTimes.Delete(key)
+		p.queueTimes.remove(key)
 		p.status.enqueue(key)
 	case gangcache.MembersChanged:
 		p.status.enqueue(key)

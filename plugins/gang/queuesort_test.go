@@ -100,3 +100,10 @@ func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
 		})
 	}
 }
+
+func TestLessAllocatesNothing(t *testing.T) {
+	p := &Plugin{}
+	p.setQueueTime("ns/a", t0)
+	a, b := queued(t, "a-w-0", "a", "w", 0, 0), queued(t, "plain", "", "", 0, time.Second)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { p.Less(a, b); p.Less(b, a) }))
+}
