@@ -124,3 +124,19 @@ bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's 
 			-data-items-dir=$(BENCH_RESULTS) -with-data-items-unique-id=false) || exit 1; \
 	done
 	$(GO) run ./e2e/bench/benchratio $(BENCH_RESULTS)/BenchmarkPerfScheduling_benchmark_grove_*.json
+
+# The scheduler comparison (issue #9) writes every scheduler's scheduler_perf JSON and gangwatch
+# reports into $(BENCH_RESULTS)/compare. COMPARE_FILTER selects workloads by label
+# (performance,-large: the 500-node workloads; performance: also the 5000-node ones).
+COMPARE_FILTER  ?= performance,-large
+COMPARE_RESULTS ?= $(BENCH_RESULTS)/compare
+
+# scheduler-plugins' Coscheduling v0.34.7 builds only against Kubernetes 1.34, so it is its own
+# Go module (e2e/bench/compare/coscheduling) with its own scheduler_perf and a same-run Baseline.
+.PHONY: bench-coscheduling
+bench-coscheduling: k8s-bins ## scheduler_perf: scheduler-plugins Coscheduling (k8s 1.34) on the comparison's workloads.
+	@mkdir -p $(COMPARE_RESULTS)
+	@rm -f $(COMPARE_RESULTS)/BenchmarkPerfScheduling_benchmark_coscheduling_*.json $(COMPARE_RESULTS)/gangwatch_coscheduling_*.json
+	cd e2e/bench/compare/coscheduling && PATH="$(BIN):$$PATH" ARTIFACTS=$(COMPARE_RESULTS) $(GO) test -run '^$$' \
+		-bench BenchmarkPerfScheduling -benchtime 1x -timeout $(BENCH_TIMEOUT) . -args \
+		-perf-scheduling-label-filter=$(COMPARE_FILTER) -data-items-dir=$(COMPARE_RESULTS)
