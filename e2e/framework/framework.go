@@ -319,21 +319,43 @@ const (
 )
 
 // Fabric is a simulated zones × blocks × racks × hosts cluster.
-type Fabric struct{ Zones, BlocksPerZone, RacksPerBlock, HostsPerRack int }
+type Fabric struct {
+	Zones, BlocksPerZone, RacksPerBlock, HostsPerRack int
+	// Prefix, when set, starts every node name and domain value ("a" makes node a-z0-b0-r0-h0
+	// in rack a-z0-b0-r0), so that several fabrics can share a cluster.
+	Prefix string
+	// Keys are the node label keys of zone, block and rack; ZoneKey, BlockKey and RackKey when
+	// empty. Hosts are always told apart by HostKey.
+	Keys FabricKeys
+}
+
+// FabricKeys are the node label keys a fabric puts its domains in.
+type FabricKeys struct{ Zone, Block, Rack string }
+
+func (k FabricKeys) orDefault() FabricKeys {
+	if k == (FabricKeys{}) {
+		return FabricKeys{Zone: ZoneKey, Block: BlockKey, Rack: RackKey}
+	}
+	return k
+}
 
 // CreateNodes creates kwok nodes with topology labels: node z0-b1-r2-h3 sits in zone z0,
 // block z0-b1 and rack z0-b1-r2.
 func (e *Env) CreateNodes(ctx context.Context, f Fabric, shape map[corev1.ResourceName]string) ([]string, error) {
+	keys := f.Keys.orDefault()
 	var names []string
 	for z := 0; z < f.Zones; z++ {
 		for b := 0; b < f.BlocksPerZone; b++ {
 			for r := 0; r < f.RacksPerBlock; r++ {
 				for h := 0; h < f.HostsPerRack; h++ {
 					zone := fmt.Sprintf("z%d", z)
+					if f.Prefix != "" {
+						zone = f.Prefix + "-" + zone
+					}
 					block := fmt.Sprintf("%s-b%d", zone, b)
 					rack := fmt.Sprintf("%s-r%d", block, r)
 					name := fmt.Sprintf("%s-h%d", rack, h)
-					node := cluster.FakeNode(name, map[string]string{ZoneKey: zone, BlockKey: block, RackKey: rack}, shape)
+					node := cluster.FakeNode(name, map[string]string{keys.Zone: zone, keys.Block: block, keys.Rack: rack}, shape)
 					if _, err := e.Clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 						return nil, err
 					}

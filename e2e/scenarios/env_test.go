@@ -5,11 +5,13 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -54,6 +56,19 @@ type gangWatcher struct {
 	bound       map[string]map[string]bool // gang -> bound pod names
 	partlySince map[string]time.Time
 	violations  []string
+	// live is the last seen state of every pod not yet deleted, by namespace/name; deletions
+	// lists, in watch order, the pods whose deletion began.
+	live      map[string]*corev1.Pod
+	deletions []deletion
+}
+
+// deletion is a pod whose deletion the watcher saw begin.
+type deletion struct {
+	pod *corev1.Pod // its last state before the deletion
+	at  time.Time
+	// readyPeers counts, per PodClique of the namespace, the other pods that were ready and not
+	// being deleted at that moment.
+	readyPeers map[string]int
 }
 
 // partialGrace is how long a gang may be seen between 1 and quorum-1 bound pods: the binding
@@ -63,7 +78,7 @@ const partialGrace = 10 * time.Second
 func watchGangs(t *testing.T, env *framework.Env) *gangWatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &gangWatcher{t: t, env: env, cancel: cancel, done: make(chan struct{}),
-		bound: map[string]map[string]bool{}, partlySince: map[string]time.Time{}}
+		bound: map[string]map[string]bool{}, partlySince: map[string]time.Time{}, live: map[string]*corev1.Pod{}}
 	wi, err := env.Clientset.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: common.LabelPodGang})
 	require.NoError(t, err)
 	go func() {
@@ -95,6 +110,7 @@ func watchGangs(t *testing.T, env *framework.Env) *gangWatcher {
 func (w *gangWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.recordDeletion(typ, pod)
 	key := pod.Namespace + "/" + pod.Labels[common.LabelPodGang]
 	if w.bound[key] == nil {
 		w.bound[key] = map[string]bool{}
@@ -104,6 +120,50 @@ func (w *gangWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		return
 	}
 	w.bound[key][pod.Name] = true
+}
+
+// recordDeletion keeps the last state of live pods and records each deletion once, when it
+// begins (a deletionTimestamp, or the Deleted event of a pod removed at once).
+func (w *gangWatcher) recordDeletion(typ watch.EventType, pod *corev1.Pod) {
+	name := pod.Namespace + "/" + pod.Name
+	prev, known := w.live[name]
+	if typ != watch.Deleted && pod.DeletionTimestamp == nil {
+		w.live[name] = pod
+		return
+	}
+	delete(w.live, name)
+	if !known {
+		return // its deletion was recorded already
+	}
+	d := deletion{pod: prev, at: time.Now(), readyPeers: map[string]int{}}
+	for _, p := range w.live {
+		if p.Namespace == pod.Namespace && p.DeletionTimestamp == nil && isReady(p) {
+			d.readyPeers[p.Labels[common.LabelPodClique]]++
+		}
+	}
+	w.deletions = append(w.deletions, d)
+}
+
+// deletionsIn returns the deletions recorded so far in a namespace, in order.
+func (w *gangWatcher) deletionsIn(ns string) []deletion {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []deletion
+	for _, d := range w.deletions {
+		if d.pod.Namespace == ns {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // check compares bound counts with each PodGang's quorum.
@@ -168,4 +228,66 @@ func countBound(pods []corev1.Pod) int {
 	return n
 }
 
-var _ = corev1alpha1.PodCliqueSet{}
+// waitPods waits until the PodCliqueSet has exactly want pods, all bound, and returns them.
+func waitPods(t *testing.T, env *framework.Env, ns, pcsName string, want int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	require.Eventually(t, func() bool {
+		pods = livePods(podsOf(t, env, ns, pcsName))
+		return len(pods) == want && countBound(pods) == want
+	}, 2*time.Minute, 250*time.Millisecond, "want %d bound pods of %s, have %d (%d bound)", want, pcsName, len(pods), countBound(pods))
+	return pods
+}
+
+// livePods drops pods being deleted.
+func livePods(pods []corev1.Pod) []corev1.Pod {
+	return slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
+
+// placement maps the value of a pod label (a PodGang, a PodClique, ...) to the nodes its bound
+// pods run on, with how many on each: the exact placement of every pod.
+func placement(pods []corev1.Pod, by string) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		k := p.Labels[by]
+		if out[k] == nil {
+			out[k] = map[string]int{}
+		}
+		out[k][p.Spec.NodeName]++
+	}
+	return out
+}
+
+// perHost spreads n pods evenly over the given hosts: perHost(2, "a", "b") is {a: 2, b: 2}.
+func perHost(n int, hosts ...string) map[string]int {
+	out := map[string]int{}
+	for _, h := range hosts {
+		out[h] = n
+	}
+	return out
+}
+
+// scaleTo sets replicas through the scale subresource of a PodCliqueSet, PodCliqueScalingGroup
+// or PodClique, as kubectl scale and HPAs do.
+func scaleTo(t *testing.T, env *framework.Env, obj client.Object, n int32) {
+	t.Helper()
+	sc := &autoscalingv1.Scale{}
+	require.NoError(t, env.Client.SubResource("scale").Get(context.Background(), obj, sc))
+	sc.Spec.Replicas = n
+	require.NoError(t, env.Client.SubResource("scale").Update(context.Background(), obj, client.WithSubResourceBody(sc)))
+}
+
+func pcsRef(ns, name string) *corev1alpha1.PodCliqueSet {
+	return &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func pcsgRef(ns, name string) *corev1alpha1.PodCliqueScalingGroup {
+	return &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func pclqRef(ns, name string) *corev1alpha1.PodClique {
+	return &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}

@@ -43,13 +43,7 @@ func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
 	p := pcs(ns, "elastic", 0, clique("a", 2, "1"), clique("b", 1, "1"))
 	require.NoError(t, env.Client.Create(ctx, p))
 
-	setReplicas := func(n int32) {
-		cur := &corev1alpha1.PodCliqueSet{}
-		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur))
-		patch := client.MergeFrom(cur.DeepCopy())
-		cur.Spec.Replicas = n
-		require.NoError(t, env.Client.Patch(ctx, cur, patch))
-	}
+	setReplicas := func(n int32) { scaleTo(t, env, p, n) }
 	expect := func(pclqs, gangs, pods, bound int) {
 		require.Eventually(t, func() bool {
 			a, b, c := countGrove(t, ctx, env.Client, ns, "elastic")
