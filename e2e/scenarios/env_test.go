@@ -228,14 +228,17 @@ func countBound(pods []corev1.Pod) int {
 	return n
 }
 
-// waitPods waits until the PodCliqueSet has exactly want pods, all bound, and returns them.
-func waitPods(t *testing.T, env *framework.Env, ns, pcsName string, want int) []corev1.Pod {
+// waitPods waits until the PodCliqueSet has exactly want pods (not counting pods being
+// deleted), all bound and ready and each satisfying every one of also, and returns them.
+func waitPods(t *testing.T, env *framework.Env, ns, pcsName string, want int, also ...func(corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	require.Eventually(t, func() bool {
 		pods = livePods(podsOf(t, env, ns, pcsName))
-		return len(pods) == want && countBound(pods) == want
-	}, 2*time.Minute, 250*time.Millisecond, "want %d bound pods of %s, have %d (%d bound)", want, pcsName, len(pods), countBound(pods))
+		return len(pods) == want && !slices.ContainsFunc(pods, func(p corev1.Pod) bool {
+			return p.Spec.NodeName == "" || !isReady(&p) || slices.ContainsFunc(also, func(ok func(corev1.Pod) bool) bool { return !ok(p) })
+		})
+	}, 2*time.Minute, 250*time.Millisecond, "want %d bound, ready pods of %s", want, pcsName)
 	return pods
 }
 
