@@ -19,18 +19,17 @@ import (
 
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
-	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // startEnv runs a fresh local Grove for one scenario and a partial-gang watcher on it.
-func startEnv(t *testing.T, mutate func(*configv1alpha1.OperatorConfiguration)) (*framework.Env, *gangWatcher) {
+func startEnv(t *testing.T, opts framework.Options) (*framework.Env, *gangWatcher) {
 	t.Helper()
 	// Generous: on a loaded 2-core machine the control plane alone can take minutes to start.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	env, err := framework.Start(ctx, framework.Options{OperatorConfig: mutate})
+	env, err := framework.Start(ctx, opts)
 	require.NoError(t, err)
 	w := watchGangs(t, env)
 	t.Cleanup(func() {

@@ -62,7 +62,7 @@ func describe(env *framework.Env, ns, pcsName, gang string) string {
 // A 10-pod gang on 9 one-pod nodes stays fully pending (and says why); a tenth node lets it
 // bind completely.
 func TestGangWaitsWholeUntilItFits(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 9, oneCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)
@@ -88,7 +88,7 @@ func TestGangWaitsWholeUntilItFits(t *testing.T) {
 // With scaling-group minAvailable below replicas only the base gang must land; scaled gangs
 // are separate, whole gangs placed after it.
 func TestBaseGangFirstThenScaledGangs(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 4, oneCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)

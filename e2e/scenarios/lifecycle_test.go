@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -36,7 +37,7 @@ func countGrove(t *testing.T, ctx context.Context, c client.Client, ns, pcsName 
 // A PodCliqueSet scaled 0 → 3 → 0 creates and removes exactly its replicas' objects, and
 // deleting it leaves nothing behind.
 func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 6, twoCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)

@@ -87,7 +87,7 @@ func TestPreferredRackPacking(t *testing.T) {
 // domain names, rack and block, map to other keys): each PodCliqueSet is packed by the keys of
 // the topology it names and lands only on that pool, even when only the other pool has room.
 func TestMultipleClusterTopologies(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	keys := map[string]framework.FabricKeys{}
 	for pool, racks := range map[string]int{"a": 2, "b": 3} {

@@ -107,7 +107,7 @@ func eventCount(t *testing.T, env *framework.Env, ns, reason string) int {
 // group keeps its other replica available). A crashed router breaches the base gang: after the
 // delay every pod of that PodCliqueSet replica is recreated, and the other replica keeps its pods.
 func TestGangTerminationRecreatesTheBreachedGang(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 6, twoCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)
@@ -182,7 +182,7 @@ func assertDeletedAfter(t *testing.T, ds []deletion, notBefore time.Time) {
 // other two are ready again, and the scaling group recreates its scaled replica before the base
 // one while the other replica stays available. Every pod is replaced exactly once.
 func TestRollingRecreateOrder(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 8, twoCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 )
 
@@ -19,7 +20,7 @@ var fourCPUNode = map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1
 // Killing grove-operator (SIGKILL) in the middle of a 100-pod scale-out and starting it again
 // loses nothing and creates no duplicate: exactly 100 pods with distinct indices, all bound.
 func TestOperatorKilledDuringScaleOut(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 26, fourCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)
@@ -58,7 +59,7 @@ func TestOperatorKilledDuringScaleOut(t *testing.T) {
 // Killing grove-scheduler while a 40-pod gang is being placed (members assumed and waiting at
 // the Permit barrier) binds no partial gang; after a restart the gang is placed whole.
 func TestSchedulerKilledWhileGangWaitsInPermit(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	ctx := context.Background()
 	createNodes(t, env, "n", 10, fourCPUNode, nil)
 	ns := env.Cluster.TestNamespace(t)

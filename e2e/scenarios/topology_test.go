@@ -34,7 +34,7 @@ func keyedTopology(t *testing.T, env *framework.Env, name string, keys framework
 // fabricEnv starts Grove with a fabric of twoCPUNode hosts and its ClusterTopology "fabric".
 func fabricEnv(t *testing.T, f framework.Fabric) (*framework.Env, *gangWatcher, string) {
 	t.Helper()
-	env, w := startEnv(t, nil)
+	env, w := startEnv(t, framework.Options{})
 	_, err := env.CreateNodes(context.Background(), f, twoCPUNode)
 	require.NoError(t, err)
 	fabricTopology(t, env, "fabric")
