@@ -5,7 +5,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -97,17 +96,12 @@ func role(p *corev1.Pod) string {
 // containers); every claim is allocated on the node of the pods that use it and reserved for
 // exactly them. Deleting the PodCliqueSet removes every claim.
 func TestResourceSharingClaimsFollowScaling(t *testing.T) {
-	env, w := startEnv(t, framework.Options{Cluster: cluster.Options{ExtraControllers: []string{"resourceclaim-controller"}}})
+	// The resourceclaim controller drops deleted pods from claims' reservedFor.
+	env, w, ns := nodesEnv(t, framework.Options{Cluster: cluster.Options{ExtraControllers: []string{"resourceclaim-controller"}}}, 3, fourCPUNode)
 	ctx := context.Background()
-	var nodes []string
-	for i := range 3 {
-		nodes = append(nodes, fmt.Sprintf("n-%d", i))
-	}
-	createNodes(t, env, "n", len(nodes), fourCPUNode, nil)
-	publishDevices(t, env, "gpu.e2e.grove.io", "e2e-gpu", nodes, 16)
-	ns := env.Cluster.TestNamespace(t)
+	publishDevices(t, env, "gpu.e2e.grove.io", "e2e-gpu", []string{"n-0", "n-1", "n-2"}, 16)
 
-	p := withGroup(pcs(ns, "dra", 1, clique("w", 1, "500m", cliqueSharing(corev1alpha1.ResourceSharingScopePerReplica, "gpu")), clique("x", 1, "500m")), "sg", 2, 1, "x")
+	p := withGroup(pcs(ns, "dra", 1, clique("w", 2, "500m", cliqueSharing(corev1alpha1.ResourceSharingScopePerReplica, "gpu")), clique("x", 1, "500m")), "sg", 2, 1, "x")
 	withClaimTemplate(withClaimTemplate(p, "gpu", "e2e-gpu"), "nic", "e2e-gpu")
 	group(p, "sg").ResourceSharing = []corev1alpha1.PCSGResourceSharingSpec{{ResourceSharingSpec: corev1alpha1.ResourceSharingSpec{Name: "gpu", Scope: corev1alpha1.ResourceSharingScopePerReplica}}}
 	p.Spec.Template.ResourceSharing = []corev1alpha1.PCSResourceSharingSpec{
@@ -118,19 +112,18 @@ func TestResourceSharingClaimsFollowScaling(t *testing.T) {
 	}
 	require.NoError(t, env.Client.Create(ctx, p))
 
-	// Clique w starts with one pod: see TestGangMembersShareAnUnallocatedClaim.
 	steps := []struct {
 		what  string
 		scale func()
 		shape sharingShape
 	}{
-		{"created", func() {}, sharingShape{0: {1, 2}}},
-		{"w 1→2", func() { scaleTo(t, env, pclqRef(ns, "dra-0-w"), 2) }, sharingShape{0: {2, 2}}},
+		{"created", func() {}, sharingShape{0: {2, 2}}},
 		{"sg 2→3", func() { scaleTo(t, env, pcsgRef(ns, "dra-0-sg"), 3) }, sharingShape{0: {2, 3}}},
-		{"pcs 1→2", func() { scaleTo(t, env, pcsRef(ns, "dra"), 2) }, sharingShape{0: {2, 3}, 1: {1, 2}}},
-		{"sg 3→1", func() { scaleTo(t, env, pcsgRef(ns, "dra-0-sg"), 1) }, sharingShape{0: {2, 1}, 1: {1, 2}}},
-		{"w 2→1", func() { scaleTo(t, env, pclqRef(ns, "dra-0-w"), 1) }, sharingShape{0: {1, 1}, 1: {1, 2}}},
-		{"pcs 2→1", func() { scaleTo(t, env, pcsRef(ns, "dra"), 1) }, sharingShape{0: {1, 1}}},
+		{"pcs 1→2", func() { scaleTo(t, env, pcsRef(ns, "dra"), 2) }, sharingShape{0: {2, 3}, 1: {2, 2}}},
+		{"w 2→3", func() { scaleTo(t, env, pclqRef(ns, "dra-0-w"), 3) }, sharingShape{0: {3, 3}, 1: {2, 2}}},
+		{"sg 3→1", func() { scaleTo(t, env, pcsgRef(ns, "dra-0-sg"), 1) }, sharingShape{0: {3, 1}, 1: {2, 2}}},
+		{"w 3→2", func() { scaleTo(t, env, pclqRef(ns, "dra-0-w"), 2) }, sharingShape{0: {2, 1}, 1: {2, 2}}},
+		{"pcs 2→1", func() { scaleTo(t, env, pcsRef(ns, "dra"), 1) }, sharingShape{0: {2, 1}}},
 		{"pcs deleted", func() { require.NoError(t, env.Client.Delete(ctx, p)) }, sharingShape{}},
 	}
 	for _, s := range steps {
@@ -202,25 +195,21 @@ func allocatedNode(c *resourcev1.ResourceClaim) string {
 
 // Two pods of one gang share a claim that is not allocated yet (an AllReplicas claim of a
 // two-pod clique): both run, on the node of the claim's device, and the claim is reserved for
-// both.
+// both. (grove-scheduler used to deadlock such gangs at the Permit barrier.) Only n-1 has the
+// device.
 func TestGangMembersShareAnUnallocatedClaim(t *testing.T) {
-	if os.Getenv("GROVE_E2E_KNOWN_BUGS") == "" {
-		t.Skip("known bug: the first member's allocation stays in flight while it waits at the Permit barrier, " +
-			"and DynamicResources turns the second member away (\"resource claim ... is in the process of being allocated\") " +
-			"until the barrier times out; set GROVE_E2E_KNOWN_BUGS=1 to run")
-	}
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 2, fourCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 2, fourCPUNode, nil)
-	publishDevices(t, env, "gpu.e2e.grove.io", "e2e-gpu", []string{"n-0", "n-1"}, 1)
-	ns := env.Cluster.TestNamespace(t)
+	publishDevices(t, env, "gpu.e2e.grove.io", "e2e-gpu", []string{"n-1"}, 1)
 	p := withClaimTemplate(pcs(ns, "share", 1, clique("w", 2, "1")), "gpu", "e2e-gpu")
 	p.Spec.Template.ResourceSharing = []corev1alpha1.PCSResourceSharingSpec{{ResourceSharingSpec: corev1alpha1.ResourceSharingSpec{Name: "gpu", Scope: corev1alpha1.ResourceSharingScopeAllReplicas}}}
 	require.NoError(t, env.Client.Create(ctx, p))
 	pods := waitPods(t, env, ns, "share", 2)
 	claim, err := env.Clientset.ResourceV1().ResourceClaims(ns).Get(ctx, "share-all-gpu", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, map[string]map[string]int{"share-0": {allocatedNode(claim): 2}}, placement(pods, common.LabelPodGang))
+	assert.Equal(t, "n-1", allocatedNode(claim))
+	assert.Equal(t, map[string]map[string]int{"share-0": {"n-1": 2}}, placement(pods, common.LabelPodGang))
 	assert.Len(t, claim.Status.ReservedFor, 2)
+	assert.Contains(t, claim.Finalizers, resourcev1.Finalizer)
 	w.assertNoPartialGang()
 }

@@ -42,6 +42,14 @@ func startEnv(t *testing.T, opts framework.Options) (*framework.Env, *gangWatche
 	return env, w
 }
 
+// nodesEnv starts Grove with n kwok nodes n-0 ... n-<n-1> of one shape and a test namespace.
+func nodesEnv(t *testing.T, opts framework.Options, n int, shape map[corev1.ResourceName]string) (*framework.Env, *gangWatcher, string) {
+	t.Helper()
+	env, w := startEnv(t, opts)
+	createNodes(t, env, "n", n, shape, nil)
+	return env, w, env.Cluster.TestNamespace(t)
+}
+
 // gangWatcher watches every pod binding and fails the test if a PodGang stays partly bound:
 // some but fewer than its quorum (sum of minReplicas) of its pods bound for longer than the
 // release of one Permit barrier takes.

@@ -62,10 +62,8 @@ func describe(env *framework.Env, ns, pcsName, gang string) string {
 // A 10-pod gang on 9 one-pod nodes stays fully pending (and says why); a tenth node lets it
 // bind completely.
 func TestGangWaitsWholeUntilItFits(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 9, oneCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 9, oneCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "ten", 1, clique("w", 10, "1"))))
 
 	gang := common.BasePodGangName("ten", 0)
@@ -88,10 +86,8 @@ func TestGangWaitsWholeUntilItFits(t *testing.T) {
 // With scaling-group minAvailable below replicas only the base gang must land; scaled gangs
 // are separate, whole gangs placed after it.
 func TestBaseGangFirstThenScaledGangs(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 4, oneCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 4, oneCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	p := withGroup(pcs(ns, "svc", 1, clique("router", 1, "1"), clique("worker", 2, "1")), "workers", 3, 1, "worker")
 	require.NoError(t, env.Client.Create(ctx, p))
 

@@ -37,10 +37,8 @@ func countGrove(t *testing.T, ctx context.Context, c client.Client, ns, pcsName 
 // A PodCliqueSet scaled 0 → 3 → 0 creates and removes exactly its replicas' objects, and
 // deleting it leaves nothing behind.
 func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 6, twoCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 6, twoCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	p := pcs(ns, "elastic", 0, clique("a", 2, "1"), clique("b", 1, "1"))
 	require.NoError(t, env.Client.Create(ctx, p))
 

@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"testing"
@@ -76,14 +77,7 @@ func deletedNames(ds []deletion) []string {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // eventCount counts the events of a reason in the namespace (a series counts its repeats).
 func eventCount(t *testing.T, env *framework.Env, ns, reason string) int {
@@ -107,10 +101,8 @@ func eventCount(t *testing.T, env *framework.Env, ns, reason string) int {
 // group keeps its other replica available). A crashed router breaches the base gang: after the
 // delay every pod of that PodCliqueSet replica is recreated, and the other replica keeps its pods.
 func TestGangTerminationRecreatesTheBreachedGang(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 6, twoCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 6, twoCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	const delay = 3 * time.Second
 	p := servingPCS(ns, "gt", 2, 1)
 	p.Spec.Template.TerminationDelay = &metav1.Duration{Duration: delay}
@@ -182,10 +174,8 @@ func assertDeletedAfter(t *testing.T, ds []deletion, notBefore time.Time) {
 // other two are ready again, and the scaling group recreates its scaled replica before the base
 // one while the other replica stays available. Every pod is replaced exactly once.
 func TestRollingRecreateOrder(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 8, twoCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 8, twoCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	p := servingPCS(ns, "roll", 2, 3, minAvailable(2))
 	require.NoError(t, env.Client.Create(ctx, p))
 	before := uidsWhere(waitPods(t, env, ns, "roll", 14), func(map[string]string) bool { return true })

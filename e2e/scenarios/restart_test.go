@@ -20,10 +20,8 @@ var fourCPUNode = map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1
 // Killing grove-operator (SIGKILL) in the middle of a 100-pod scale-out and starting it again
 // loses nothing and creates no duplicate: exactly 100 pods with distinct indices, all bound.
 func TestOperatorKilledDuringScaleOut(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 26, fourCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 26, fourCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "big", 1, clique("w", 1, "1", minAvailable(1)))))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "big")) == 1 }, 2*time.Minute, 200*time.Millisecond)
 
@@ -59,10 +57,8 @@ func TestOperatorKilledDuringScaleOut(t *testing.T) {
 // Killing grove-scheduler while a 40-pod gang is being placed (members assumed and waiting at
 // the Permit barrier) binds no partial gang; after a restart the gang is placed whole.
 func TestSchedulerKilledWhileGangWaitsInPermit(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	env, w, ns := nodesEnv(t, framework.Options{}, 10, fourCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 10, fourCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "gang", 1, clique("w", 40, "1"))))
 	// Kill once every pod is ungated: the scheduler is then assuming members into the barrier.
 	require.Eventually(t, func() bool {
