@@ -9,7 +9,10 @@
 //   - it tells the topology plugin which domains still offer the devices and where devices of
 //     claims already allocated to shared claims are, so the gang's domain is chosen there;
 //   - a claim shared by more pods than a ResourceClaim can be reserved for is reported by an
-//     event on the PodGang.
+//     event on the PodGang;
+//   - members may share a claim nobody has allocated yet: once one member's Reserve allocated
+//     it, the others see it allocated and wait at Permit until that member is bound
+//     (inflight.go).
 //
 // The arithmetic lives in pkg/scheduling/devices; this package wires it to the framework.
 package dra
