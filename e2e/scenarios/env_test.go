@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
@@ -284,10 +285,30 @@ func perHost(n int, hosts ...string) map[string]int {
 // or PodClique, as kubectl scale and HPAs do.
 func scaleTo(t *testing.T, env *framework.Env, obj client.Object, n int32) {
 	t.Helper()
-	sc := &autoscalingv1.Scale{}
-	require.NoError(t, env.Client.SubResource("scale").Get(context.Background(), obj, sc))
-	sc.Spec.Replicas = n
-	require.NoError(t, env.Client.SubResource("scale").Update(context.Background(), obj, client.WithSubResourceBody(sc)))
+	// The controllers write the object's status all along: read and write until no write came
+	// between the two.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc := &autoscalingv1.Scale{}
+		if err := env.Client.SubResource("scale").Get(context.Background(), obj, sc); err != nil {
+			return err
+		}
+		sc.Spec.Replicas = n
+		return env.Client.SubResource("scale").Update(context.Background(), obj, client.WithSubResourceBody(sc))
+	}))
+}
+
+// updatePCS changes a PodCliqueSet, again on the latest version when a controller wrote it meanwhile.
+func updatePCS(t *testing.T, env *framework.Env, ns, name string, change func(*corev1alpha1.PodCliqueSet)) *corev1alpha1.PodCliqueSet {
+	t.Helper()
+	cur := &corev1alpha1.PodCliqueSet{}
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cur); err != nil {
+			return err
+		}
+		change(cur)
+		return env.Client.Update(context.Background(), cur)
+	}))
+	return cur
 }
 
 func pcsRef(ns, name string) *corev1alpha1.PodCliqueSet {

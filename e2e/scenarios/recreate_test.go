@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,19 +34,24 @@ func servingPCS(ns, name string, replicas, routers int32, opts ...cliqueOpt) *co
 // moves pods to Running once): the pod stays bound but no longer counts as available.
 func crash(t *testing.T, env *framework.Env, pod corev1.Pod) {
 	t.Helper()
-	p := pod.DeepCopy()
-	now := metav1.Now()
-	for i := range p.Status.ContainerStatuses {
-		cs := &p.Status.ContainerStatuses[i]
-		cs.Ready, cs.Started, cs.RestartCount = false, ptr.To(false), 1
-		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: now}}
-	}
-	for i := range p.Status.Conditions {
-		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-			c.Status, c.LastTransitionTime = corev1.ConditionFalse, now
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := &corev1.Pod{}
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&pod), p); err != nil {
+			return err
 		}
-	}
-	require.NoError(t, env.Client.Status().Update(context.Background(), p))
+		now := metav1.Now()
+		for i := range p.Status.ContainerStatuses {
+			cs := &p.Status.ContainerStatuses[i]
+			cs.Ready, cs.Started, cs.RestartCount = false, ptr.To(false), 1
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: now}}
+		}
+		for i := range p.Status.Conditions {
+			if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+				c.Status, c.LastTransitionTime = corev1.ConditionFalse, now
+			}
+		}
+		return env.Client.Status().Update(context.Background(), p)
+	}))
 }
 
 // uidsWhere returns the UIDs of the pods a label selects, by pod name.
@@ -181,12 +187,11 @@ func TestRollingRecreateOrder(t *testing.T) {
 	before := uidsWhere(waitPods(t, env, ns, "roll", 14), func(map[string]string) bool { return true })
 	mark := len(w.deletionsIn(ns))
 
-	cur := &corev1alpha1.PodCliqueSet{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur))
-	for _, c := range cur.Spec.Template.Cliques {
-		c.Labels = map[string]string{"version": "v2"}
-	}
-	require.NoError(t, env.Client.Update(ctx, cur))
+	cur := updatePCS(t, env, ns, "roll", func(p *corev1alpha1.PodCliqueSet) {
+		for _, c := range p.Spec.Template.Cliques {
+			c.Labels = map[string]string{"version": "v2"}
+		}
+	})
 	require.Eventually(t, func() bool {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur))
 		up := cur.Status.UpdateProgress
