@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -240,7 +241,8 @@ func (e *Env) registerWebhooks(ctx context.Context) error {
 	return nil
 }
 
-// StartScheduler (re)starts grove-scheduler with the shipped KubeSchedulerConfiguration.
+// StartScheduler (re)starts grove-scheduler with the shipped KubeSchedulerConfiguration, logging
+// at verbosity $GROVE_E2E_SCHEDULER_V (default 2).
 func (e *Env) StartScheduler(ctx context.Context) error {
 	if e.schedulerConfigPath == "" {
 		src := e.opts.SchedulerConfigFile
@@ -271,7 +273,7 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 	}
 	p, err := e.Cluster.StartProcess("grove-scheduler", filepath.Join(e.binDir, "grove-scheduler"), []string{
 		"--config=" + e.schedulerConfigPath, "--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort), "--v=2",
+		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort), "--v=" + cmp.Or(os.Getenv("GROVE_E2E_SCHEDULER_V"), "2"),
 	}, nil)
 	if err != nil {
 		return err

@@ -5,11 +5,15 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,10 +41,27 @@ func startEnv(t *testing.T, opts framework.Options) (*framework.Env, *gangWatche
 		w.stop()
 		if t.Failed() {
 			t.Log(env.Cluster.LogTail(60))
+			keepLogs(t, env)
 		}
 		require.NoError(t, env.Stop())
 	})
 	return env, w
+}
+
+// keepLogs copies the processes' logs of a failed test to $GROVE_E2E_LOGS/<test>, if set.
+func keepLogs(t *testing.T, env *framework.Env) {
+	dir := os.Getenv("GROVE_E2E_LOGS")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	logs, _ := filepath.Glob(filepath.Join(env.Cluster.Dir, "*.log"))
+	for _, f := range logs {
+		if data, err := os.ReadFile(f); err == nil && os.MkdirAll(dst, 0o755) == nil {
+			_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644)
+		}
+	}
+	t.Logf("logs kept in %s", dst)
 }
 
 // nodesEnv starts Grove with n kwok nodes n-0 ... n-<n-1> of one shape and a test namespace.
@@ -247,6 +268,13 @@ func waitPods(t *testing.T, env *framework.Env, ns, pcsName string, want int, al
 			return p.Spec.NodeName == "" || !isReady(&p) || slices.ContainsFunc(also, func(ok func(corev1.Pod) bool) bool { return !ok(p) })
 		})
 	}, 2*time.Minute, 250*time.Millisecond, "want %d bound, ready pods of %s", want, pcsName)
+	// The pods of a PodClique have distinct indices.
+	indices := map[string]string{}
+	for _, p := range pods {
+		k := p.Labels[common.LabelPodClique] + "/" + p.Labels[common.LabelPodCliquePodIndex]
+		assert.Empty(t, indices[k], "pods %s and %s have the same index in their PodClique", indices[k], p.Name)
+		indices[k] = p.Name
+	}
 	return pods
 }
 

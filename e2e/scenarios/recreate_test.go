@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // servingPCS is a PodCliqueSet replica of a router (standalone) and a scaling group "workers"
@@ -192,11 +194,13 @@ func TestRollingRecreateOrder(t *testing.T) {
 			c.Labels = map[string]string{"version": "v2"}
 		}
 	})
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur))
 		up := cur.Status.UpdateProgress
 		return cur.Status.UpdatedReplicas == 2 && up != nil && up.UpdateEndedAt != nil && up.CurrentlyUpdating == nil
-	}, 3*time.Minute, 250*time.Millisecond, "the update never finished")
+	}, 3*time.Minute, 250*time.Millisecond, "the update never finished") {
+		t.Fatal(dumpUpdate(t, env, ns, "roll"))
+	}
 	waitPods(t, env, ns, "roll", 14, func(p corev1.Pod) bool { return p.Labels["version"] == "v2" && before[p.Name] == "" })
 
 	ds := w.deletionsIn(ns)[mark:]
@@ -238,6 +242,14 @@ func TestRollingRecreateOrder(t *testing.T) {
 		byReplica[s.replica] = append(byReplica[s.replica], s.what)
 	}
 	assert.Equal(t, []string{"0", "1"}, replicas, "replica 0, then replica 1")
+	defer func() {
+		if t.Failed() {
+			for _, d := range ds {
+				t.Logf("deleted %s (replica %s, index %s, group replica %q) at %s, ready peers %v", d.pod.Name, d.pod.Labels[common.LabelPodCliqueSetReplicaIndex],
+					d.pod.Labels[common.LabelPodCliquePodIndex], d.pod.Labels[common.LabelPodCliqueScalingGroupReplicaIndex], d.at.Format("15:04:05.000"), d.readyPeers)
+			}
+		}
+	}()
 	for _, r := range replicas {
 		routers := slices.DeleteFunc(slices.Clone(byReplica[r]), func(s string) bool { return s[:7] == "workers" })
 		groups := slices.DeleteFunc(slices.Clone(byReplica[r]), func(s string) bool { return s[:6] == "router" })
@@ -260,4 +272,32 @@ func pick(m map[string]int, keys ...string) map[string]int {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// dumpUpdate describes a PodCliqueSet's update state: its status, its PodCliques' template
+// hashes and statuses, and its pods.
+func dumpUpdate(t *testing.T, env *framework.Env, ns, name string) string {
+	ctx := context.Background()
+	out := ""
+	p := &corev1alpha1.PodCliqueSet{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err == nil {
+		out += fmt.Sprintf("PodCliqueSet status: updated=%d progress=%+v hash=%v\n", p.Status.UpdatedReplicas, p.Status.UpdateProgress, p.Status.CurrentGenerationHash)
+	}
+	var pclqs corev1alpha1.PodCliqueList
+	_ = env.Client.List(ctx, &pclqs, client.InNamespace(ns))
+	for _, c := range pclqs.Items {
+		out += fmt.Sprintf("PodClique %s hash=%s status=%+v\n", c.Name, c.Labels[common.LabelPodTemplateHash], c.Status)
+	}
+	for _, pod := range podsOf(t, env, ns, name) {
+		out += fmt.Sprintf("pod %s uid=%s hash=%s node=%s ready=%v deleting=%v gates=%v created=%s\n", pod.Name, pod.UID, pod.Labels[common.LabelPodTemplateHash],
+			pod.Spec.NodeName, isReady(&pod), pod.DeletionTimestamp != nil, pod.Spec.SchedulingGates, pod.CreationTimestamp.Format(time.RFC3339))
+	}
+	var gangs schedv1alpha1.PodGangList
+	_ = env.Client.List(ctx, &gangs, client.InNamespace(ns))
+	for _, g := range gangs.Items {
+		for _, pg := range g.Spec.PodGroups {
+			out += fmt.Sprintf("PodGang %s group %s min=%d refs=%v\n", g.Name, pg.Name, pg.MinReplicas, pg.PodReferences)
+		}
+	}
+	return out
 }
