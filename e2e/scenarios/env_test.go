@@ -262,12 +262,14 @@ func countBound(pods []corev1.Pod) int {
 func waitPods(t *testing.T, env *framework.Env, ns, pcsName string, want int, also ...func(corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	require.Eventually(t, func() bool {
+	if !assert.Eventually(t, func() bool {
 		pods = livePods(podsOf(t, env, ns, pcsName))
 		return len(pods) == want && !slices.ContainsFunc(pods, func(p corev1.Pod) bool {
 			return p.Spec.NodeName == "" || !isReady(&p) || slices.ContainsFunc(also, func(ok func(corev1.Pod) bool) bool { return !ok(p) })
 		})
-	}, 2*time.Minute, 250*time.Millisecond, "want %d bound, ready pods of %s", want, pcsName)
+	}, 2*time.Minute, 250*time.Millisecond, "want %d bound, ready pods of %s", want, pcsName) {
+		t.Fatal(dumpState(t, env, ns, pcsName))
+	}
 	// The pods of a PodClique have distinct indices.
 	indices := map[string]string{}
 	for _, p := range pods {
@@ -349,4 +351,32 @@ func pcsgRef(ns, name string) *corev1alpha1.PodCliqueScalingGroup {
 
 func pclqRef(ns, name string) *corev1alpha1.PodClique {
 	return &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// dumpState describes a PodCliqueSet for a failure message: its status, its PodCliques'
+// template hashes and statuses, its pods and its PodGangs.
+func dumpState(t *testing.T, env *framework.Env, ns, name string) string {
+	ctx := context.Background()
+	out := ""
+	p := &corev1alpha1.PodCliqueSet{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err == nil {
+		out += fmt.Sprintf("PodCliqueSet status: updated=%d progress=%+v hash=%v\n", p.Status.UpdatedReplicas, p.Status.UpdateProgress, p.Status.CurrentGenerationHash)
+	}
+	var pclqs corev1alpha1.PodCliqueList
+	_ = env.Client.List(ctx, &pclqs, client.InNamespace(ns))
+	for _, c := range pclqs.Items {
+		out += fmt.Sprintf("PodClique %s hash=%s status=%+v\n", c.Name, c.Labels[common.LabelPodTemplateHash], c.Status)
+	}
+	for _, pod := range podsOf(t, env, ns, name) {
+		out += fmt.Sprintf("pod %s uid=%s hash=%s node=%s ready=%v deleting=%v gates=%v created=%s\n", pod.Name, pod.UID, pod.Labels[common.LabelPodTemplateHash],
+			pod.Spec.NodeName, isReady(&pod), pod.DeletionTimestamp != nil, pod.Spec.SchedulingGates, pod.CreationTimestamp.Format(time.RFC3339))
+	}
+	var gangs schedv1alpha1.PodGangList
+	_ = env.Client.List(ctx, &gangs, client.InNamespace(ns))
+	for _, g := range gangs.Items {
+		for _, pg := range g.Spec.PodGroups {
+			out += fmt.Sprintf("PodGang %s group %s min=%d refs=%v\n", g.Name, pg.Name, pg.MinReplicas, pg.PodReferences)
+		}
+	}
+	return out
 }

@@ -4,7 +4,6 @@ package scenarios
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -23,7 +22,6 @@ import (
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // servingPCS is a PodCliqueSet replica of a router (standalone) and a scaling group "workers"
@@ -199,7 +197,7 @@ func TestRollingRecreateOrder(t *testing.T) {
 		up := cur.Status.UpdateProgress
 		return cur.Status.UpdatedReplicas == 2 && up != nil && up.UpdateEndedAt != nil && up.CurrentlyUpdating == nil
 	}, 3*time.Minute, 250*time.Millisecond, "the update never finished") {
-		t.Fatal(dumpUpdate(t, env, ns, "roll"))
+		t.Fatal(dumpState(t, env, ns, "roll"))
 	}
 	waitPods(t, env, ns, "roll", 14, func(p corev1.Pod) bool { return p.Labels["version"] == "v2" && before[p.Name] == "" })
 
@@ -274,30 +272,3 @@ func atoi(s string) int {
 	return n
 }
 
-// dumpUpdate describes a PodCliqueSet's update state: its status, its PodCliques' template
-// hashes and statuses, and its pods.
-func dumpUpdate(t *testing.T, env *framework.Env, ns, name string) string {
-	ctx := context.Background()
-	out := ""
-	p := &corev1alpha1.PodCliqueSet{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err == nil {
-		out += fmt.Sprintf("PodCliqueSet status: updated=%d progress=%+v hash=%v\n", p.Status.UpdatedReplicas, p.Status.UpdateProgress, p.Status.CurrentGenerationHash)
-	}
-	var pclqs corev1alpha1.PodCliqueList
-	_ = env.Client.List(ctx, &pclqs, client.InNamespace(ns))
-	for _, c := range pclqs.Items {
-		out += fmt.Sprintf("PodClique %s hash=%s status=%+v\n", c.Name, c.Labels[common.LabelPodTemplateHash], c.Status)
-	}
-	for _, pod := range podsOf(t, env, ns, name) {
-		out += fmt.Sprintf("pod %s uid=%s hash=%s node=%s ready=%v deleting=%v gates=%v created=%s\n", pod.Name, pod.UID, pod.Labels[common.LabelPodTemplateHash],
-			pod.Spec.NodeName, isReady(&pod), pod.DeletionTimestamp != nil, pod.Spec.SchedulingGates, pod.CreationTimestamp.Format(time.RFC3339))
-	}
-	var gangs schedv1alpha1.PodGangList
-	_ = env.Client.List(ctx, &gangs, client.InNamespace(ns))
-	for _, g := range gangs.Items {
-		for _, pg := range g.Spec.PodGroups {
-			out += fmt.Sprintf("PodGang %s group %s min=%d refs=%v\n", g.Name, pg.Name, pg.MinReplicas, pg.PodReferences)
-		}
-	}
-	return out
-}
