@@ -271,4 +271,3 @@ func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
 }
-
