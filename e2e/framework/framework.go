@@ -180,6 +180,7 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	cfg.Server.HealthProbes = configv1alpha1.Server{BindAddress: "127.0.0.1", Port: healthPort}
 	cfg.Server.Metrics = configv1alpha1.Server{Port: 0}
 	cfg.LeaderElection.ResourceNamespace = Namespace
+	cfg.LeaderElection.LeaseDuration, cfg.LeaderElection.RenewDeadline, cfg.LeaderElection.RetryPeriod = shortLease()
 	cfg.LogFormat = configv1alpha1.LogFormatText
 	if e.opts.OperatorConfig != nil {
 		e.opts.OperatorConfig(cfg)
@@ -241,6 +242,13 @@ func (e *Env) registerWebhooks(ctx context.Context) error {
 	return nil
 }
 
+// shortLease is the leader-election lease of both programs: a program restarted after a kill
+// waits for the dead leader's lease to expire, which the shipped 15s would make longer than the
+// scenarios tolerate a gang partly bound.
+func shortLease() (lease, renew, retry metav1.Duration) {
+	return metav1.Duration{Duration: 4 * time.Second}, metav1.Duration{Duration: 3 * time.Second}, metav1.Duration{Duration: 500 * time.Millisecond}
+}
+
 // StartScheduler (re)starts grove-scheduler with the shipped KubeSchedulerConfiguration, logging
 // at verbosity $GROVE_E2E_SCHEDULER_V (default 2).
 func (e *Env) StartScheduler(ctx context.Context) error {
@@ -259,6 +267,10 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		}
 		_ = unstructured.SetNestedField(cfg, e.Cluster.KubeconfigPath, "clientConnection", "kubeconfig")
 		_ = unstructured.SetNestedField(cfg, Namespace, "leaderElection", "resourceNamespace")
+		lease, renew, retry := shortLease()
+		_ = unstructured.SetNestedField(cfg, lease.Duration.String(), "leaderElection", "leaseDuration")
+		_ = unstructured.SetNestedField(cfg, renew.Duration.String(), "leaderElection", "renewDeadline")
+		_ = unstructured.SetNestedField(cfg, retry.Duration.String(), "leaderElection", "retryPeriod")
 		out, err := yaml.Marshal(cfg)
 		if err != nil {
 			return err
