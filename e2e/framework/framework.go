@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -179,6 +180,7 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	cfg.Server.HealthProbes = configv1alpha1.Server{BindAddress: "127.0.0.1", Port: healthPort}
 	cfg.Server.Metrics = configv1alpha1.Server{Port: 0}
 	cfg.LeaderElection.ResourceNamespace = Namespace
+	cfg.LeaderElection.LeaseDuration, cfg.LeaderElection.RenewDeadline, cfg.LeaderElection.RetryPeriod = shortLease()
 	cfg.LogFormat = configv1alpha1.LogFormatText
 	if e.opts.OperatorConfig != nil {
 		e.opts.OperatorConfig(cfg)
@@ -240,7 +242,15 @@ func (e *Env) registerWebhooks(ctx context.Context) error {
 	return nil
 }
 
-// StartScheduler (re)starts grove-scheduler with the shipped KubeSchedulerConfiguration.
+// shortLease is the leader-election lease of both programs: a program restarted after a kill
+// waits for the dead leader's lease to expire, which the shipped 15s would make longer than the
+// scenarios tolerate a gang partly bound.
+func shortLease() (lease, renew, retry metav1.Duration) {
+	return metav1.Duration{Duration: 4 * time.Second}, metav1.Duration{Duration: 3 * time.Second}, metav1.Duration{Duration: 500 * time.Millisecond}
+}
+
+// StartScheduler (re)starts grove-scheduler with the shipped KubeSchedulerConfiguration, logging
+// at verbosity $GROVE_E2E_SCHEDULER_V (default 2).
 func (e *Env) StartScheduler(ctx context.Context) error {
 	if e.schedulerConfigPath == "" {
 		src := e.opts.SchedulerConfigFile
@@ -257,6 +267,10 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		}
 		_ = unstructured.SetNestedField(cfg, e.Cluster.KubeconfigPath, "clientConnection", "kubeconfig")
 		_ = unstructured.SetNestedField(cfg, Namespace, "leaderElection", "resourceNamespace")
+		lease, renew, retry := shortLease()
+		_ = unstructured.SetNestedField(cfg, lease.Duration.String(), "leaderElection", "leaseDuration")
+		_ = unstructured.SetNestedField(cfg, renew.Duration.String(), "leaderElection", "renewDeadline")
+		_ = unstructured.SetNestedField(cfg, retry.Duration.String(), "leaderElection", "retryPeriod")
 		out, err := yaml.Marshal(cfg)
 		if err != nil {
 			return err
@@ -271,7 +285,7 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 	}
 	p, err := e.Cluster.StartProcess("grove-scheduler", filepath.Join(e.binDir, "grove-scheduler"), []string{
 		"--config=" + e.schedulerConfigPath, "--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort), "--v=2",
+		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort), "--v=" + cmp.Or(os.Getenv("GROVE_E2E_SCHEDULER_V"), "2"),
 	}, nil)
 	if err != nil {
 		return err
@@ -319,21 +333,43 @@ const (
 )
 
 // Fabric is a simulated zones × blocks × racks × hosts cluster.
-type Fabric struct{ Zones, BlocksPerZone, RacksPerBlock, HostsPerRack int }
+type Fabric struct {
+	Zones, BlocksPerZone, RacksPerBlock, HostsPerRack int
+	// Prefix, when set, starts every node name and domain value ("a" makes node a-z0-b0-r0-h0
+	// in rack a-z0-b0-r0), so that several fabrics can share a cluster.
+	Prefix string
+	// Keys are the node label keys of zone, block and rack; ZoneKey, BlockKey and RackKey when
+	// empty. Hosts are always told apart by HostKey.
+	Keys FabricKeys
+}
+
+// FabricKeys are the node label keys a fabric puts its domains in.
+type FabricKeys struct{ Zone, Block, Rack string }
+
+func (k FabricKeys) orDefault() FabricKeys {
+	if k == (FabricKeys{}) {
+		return FabricKeys{Zone: ZoneKey, Block: BlockKey, Rack: RackKey}
+	}
+	return k
+}
 
 // CreateNodes creates kwok nodes with topology labels: node z0-b1-r2-h3 sits in zone z0,
 // block z0-b1 and rack z0-b1-r2.
 func (e *Env) CreateNodes(ctx context.Context, f Fabric, shape map[corev1.ResourceName]string) ([]string, error) {
+	keys := f.Keys.orDefault()
 	var names []string
 	for z := 0; z < f.Zones; z++ {
 		for b := 0; b < f.BlocksPerZone; b++ {
 			for r := 0; r < f.RacksPerBlock; r++ {
 				for h := 0; h < f.HostsPerRack; h++ {
 					zone := fmt.Sprintf("z%d", z)
+					if f.Prefix != "" {
+						zone = f.Prefix + "-" + zone
+					}
 					block := fmt.Sprintf("%s-b%d", zone, b)
 					rack := fmt.Sprintf("%s-r%d", block, r)
 					name := fmt.Sprintf("%s-h%d", rack, h)
-					node := cluster.FakeNode(name, map[string]string{ZoneKey: zone, BlockKey: block, RackKey: rack}, shape)
+					node := cluster.FakeNode(name, map[string]string{keys.Zone: zone, keys.Block: block, keys.Rack: rack}, shape)
 					if _, err := e.Clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 						return nil, err
 					}

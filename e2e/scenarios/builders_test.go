@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -33,9 +34,23 @@ func minAvailable(n int32) cliqueOpt {
 	return func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.MinAvailable = ptr.To(n) }
 }
 
+// pack is a topology constraint; topologyName is only set at the top of a PodCliqueSet's
+// constraints (children inherit it).
+func pack(topologyName, required, preferred string) *corev1alpha1.TopologyConstraint {
+	return &corev1alpha1.TopologyConstraint{TopologyName: topologyName,
+		Pack: &corev1alpha1.TopologyPackConstraint{Required: corev1alpha1.TopologyDomain(required), Preferred: corev1alpha1.TopologyDomain(preferred)}}
+}
+
 func cliqueRequired(domain string) cliqueOpt {
+	return func(c *corev1alpha1.PodCliqueTemplateSpec) { c.TopologyConstraint = pack("", domain, "") }
+}
+
+// cliqueSharing gives the clique resourceSharing entries of PodCliqueSet templates.
+func cliqueSharing(scope corev1alpha1.ResourceSharingScope, templates ...string) cliqueOpt {
 	return func(c *corev1alpha1.PodCliqueTemplateSpec) {
-		c.TopologyConstraint = &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Required: corev1alpha1.TopologyDomain(domain)}}
+		for _, tpl := range templates {
+			c.ResourceSharing = append(c.ResourceSharing, corev1alpha1.ResourceSharingSpec{Name: tpl, Scope: scope})
+		}
 	}
 }
 
@@ -53,7 +68,25 @@ func withGroup(p *corev1alpha1.PodCliqueSet, name string, replicas, minAvail int
 }
 
 func withTopology(p *corev1alpha1.PodCliqueSet, topologyName, required, preferred string) *corev1alpha1.PodCliqueSet {
-	p.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: topologyName,
-		Pack: &corev1alpha1.TopologyPackConstraint{Required: corev1alpha1.TopologyDomain(required), Preferred: corev1alpha1.TopologyDomain(preferred)}}
+	p.Spec.Template.TopologyConstraint = pack(topologyName, required, preferred)
+	return p
+}
+
+// group returns the PodCliqueSet's scaling group config of that name.
+func group(p *corev1alpha1.PodCliqueSet, name string) *corev1alpha1.PodCliqueScalingGroupConfig {
+	for i := range p.Spec.Template.PodCliqueScalingGroupConfigs {
+		if g := &p.Spec.Template.PodCliqueScalingGroupConfigs[i]; g.Name == name {
+			return g
+		}
+	}
+	panic("no scaling group " + name)
+}
+
+// withClaimTemplate declares an inline ResourceClaimTemplate asking for one device of class.
+func withClaimTemplate(p *corev1alpha1.PodCliqueSet, name, class string) *corev1alpha1.PodCliqueSet {
+	p.Spec.Template.ResourceClaimTemplates = append(p.Spec.Template.ResourceClaimTemplates, corev1alpha1.ResourceClaimTemplateConfig{
+		Name: name, TemplateSpec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "dev", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1}}}}}}})
 	return p
 }

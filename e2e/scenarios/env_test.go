@@ -5,40 +5,71 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
-	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // startEnv runs a fresh local Grove for one scenario and a partial-gang watcher on it.
-func startEnv(t *testing.T, mutate func(*configv1alpha1.OperatorConfiguration)) (*framework.Env, *gangWatcher) {
+func startEnv(t *testing.T, opts framework.Options) (*framework.Env, *gangWatcher) {
 	t.Helper()
 	// Generous: on a loaded 2-core machine the control plane alone can take minutes to start.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	env, err := framework.Start(ctx, framework.Options{OperatorConfig: mutate})
+	env, err := framework.Start(ctx, opts)
 	require.NoError(t, err)
 	w := watchGangs(t, env)
 	t.Cleanup(func() {
 		w.stop()
 		if t.Failed() {
 			t.Log(env.Cluster.LogTail(60))
+			keepLogs(t, env)
 		}
 		require.NoError(t, env.Stop())
 	})
 	return env, w
+}
+
+// keepLogs copies the processes' logs of a failed test to $GROVE_E2E_LOGS/<test>, if set.
+func keepLogs(t *testing.T, env *framework.Env) {
+	dir := os.Getenv("GROVE_E2E_LOGS")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	logs, _ := filepath.Glob(filepath.Join(env.Cluster.Dir, "*.log"))
+	for _, f := range logs {
+		if data, err := os.ReadFile(f); err == nil && os.MkdirAll(dst, 0o755) == nil {
+			_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644)
+		}
+	}
+	t.Logf("logs kept in %s", dst)
+}
+
+// nodesEnv starts Grove with n kwok nodes n-0 ... n-<n-1> of one shape and a test namespace.
+func nodesEnv(t *testing.T, opts framework.Options, n int, shape map[corev1.ResourceName]string) (*framework.Env, *gangWatcher, string) {
+	t.Helper()
+	env, w := startEnv(t, opts)
+	createNodes(t, env, "n", n, shape, nil)
+	return env, w, env.Cluster.TestNamespace(t)
 }
 
 // gangWatcher watches every pod binding and fails the test if a PodGang stays partly bound:
@@ -54,6 +85,19 @@ type gangWatcher struct {
 	bound       map[string]map[string]bool // gang -> bound pod names
 	partlySince map[string]time.Time
 	violations  []string
+	// live is the last seen state of every pod not yet deleted, by namespace/name; deletions
+	// lists, in watch order, the pods whose deletion began.
+	live      map[string]*corev1.Pod
+	deletions []deletion
+}
+
+// deletion is a pod whose deletion the watcher saw begin.
+type deletion struct {
+	pod *corev1.Pod // its last state before the deletion
+	at  time.Time
+	// readyPeers counts, per PodClique of the namespace, the other pods that were ready and not
+	// being deleted at that moment.
+	readyPeers map[string]int
 }
 
 // partialGrace is how long a gang may be seen between 1 and quorum-1 bound pods: the binding
@@ -63,7 +107,7 @@ const partialGrace = 10 * time.Second
 func watchGangs(t *testing.T, env *framework.Env) *gangWatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &gangWatcher{t: t, env: env, cancel: cancel, done: make(chan struct{}),
-		bound: map[string]map[string]bool{}, partlySince: map[string]time.Time{}}
+		bound: map[string]map[string]bool{}, partlySince: map[string]time.Time{}, live: map[string]*corev1.Pod{}}
 	wi, err := env.Clientset.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: common.LabelPodGang})
 	require.NoError(t, err)
 	go func() {
@@ -95,6 +139,7 @@ func watchGangs(t *testing.T, env *framework.Env) *gangWatcher {
 func (w *gangWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.recordDeletion(typ, pod)
 	key := pod.Namespace + "/" + pod.Labels[common.LabelPodGang]
 	if w.bound[key] == nil {
 		w.bound[key] = map[string]bool{}
@@ -104,6 +149,50 @@ func (w *gangWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		return
 	}
 	w.bound[key][pod.Name] = true
+}
+
+// recordDeletion keeps the last state of live pods and records each deletion once, when it
+// begins (a deletionTimestamp, or the Deleted event of a pod removed at once).
+func (w *gangWatcher) recordDeletion(typ watch.EventType, pod *corev1.Pod) {
+	name := pod.Namespace + "/" + pod.Name
+	prev, known := w.live[name]
+	if typ != watch.Deleted && pod.DeletionTimestamp == nil {
+		w.live[name] = pod
+		return
+	}
+	delete(w.live, name)
+	if !known {
+		return // its deletion was recorded already
+	}
+	d := deletion{pod: prev, at: time.Now(), readyPeers: map[string]int{}}
+	for _, p := range w.live {
+		if p.Namespace == pod.Namespace && p.DeletionTimestamp == nil && isReady(p) {
+			d.readyPeers[p.Labels[common.LabelPodClique]]++
+		}
+	}
+	w.deletions = append(w.deletions, d)
+}
+
+// deletionsIn returns the deletions recorded so far in a namespace, in order.
+func (w *gangWatcher) deletionsIn(ns string) []deletion {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []deletion
+	for _, d := range w.deletions {
+		if d.pod.Namespace == ns {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // check compares bound counts with each PodGang's quorum.
@@ -168,4 +257,126 @@ func countBound(pods []corev1.Pod) int {
 	return n
 }
 
-var _ = corev1alpha1.PodCliqueSet{}
+// waitPods waits until the PodCliqueSet has exactly want pods (not counting pods being
+// deleted), all bound and ready and each satisfying every one of also, and returns them.
+func waitPods(t *testing.T, env *framework.Env, ns, pcsName string, want int, also ...func(corev1.Pod) bool) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	if !assert.Eventually(t, func() bool {
+		pods = livePods(podsOf(t, env, ns, pcsName))
+		return len(pods) == want && !slices.ContainsFunc(pods, func(p corev1.Pod) bool {
+			return p.Spec.NodeName == "" || !isReady(&p) || slices.ContainsFunc(also, func(ok func(corev1.Pod) bool) bool { return !ok(p) })
+		})
+	}, 2*time.Minute, 250*time.Millisecond, "want %d bound, ready pods of %s", want, pcsName) {
+		t.Fatal(dumpState(t, env, ns, pcsName))
+	}
+	// The pods of a PodClique have distinct indices.
+	indices := map[string]string{}
+	for _, p := range pods {
+		k := p.Labels[common.LabelPodClique] + "/" + p.Labels[common.LabelPodCliquePodIndex]
+		assert.Empty(t, indices[k], "pods %s and %s have the same index in their PodClique", indices[k], p.Name)
+		indices[k] = p.Name
+	}
+	return pods
+}
+
+// livePods drops pods being deleted.
+func livePods(pods []corev1.Pod) []corev1.Pod {
+	return slices.DeleteFunc(pods, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
+
+// placement maps the value of a pod label (a PodGang, a PodClique, ...) to the nodes its bound
+// pods run on, with how many on each: the exact placement of every pod.
+func placement(pods []corev1.Pod, by string) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		k := p.Labels[by]
+		if out[k] == nil {
+			out[k] = map[string]int{}
+		}
+		out[k][p.Spec.NodeName]++
+	}
+	return out
+}
+
+// perHost spreads n pods evenly over the given hosts: perHost(2, "a", "b") is {a: 2, b: 2}.
+func perHost(n int, hosts ...string) map[string]int {
+	out := map[string]int{}
+	for _, h := range hosts {
+		out[h] = n
+	}
+	return out
+}
+
+// scaleTo sets replicas through the scale subresource of a PodCliqueSet, PodCliqueScalingGroup
+// or PodClique, as kubectl scale and HPAs do.
+func scaleTo(t *testing.T, env *framework.Env, obj client.Object, n int32) {
+	t.Helper()
+	// The controllers write the object's status all along: read and write until no write came
+	// between the two.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc := &autoscalingv1.Scale{}
+		if err := env.Client.SubResource("scale").Get(context.Background(), obj, sc); err != nil {
+			return err
+		}
+		sc.Spec.Replicas = n
+		return env.Client.SubResource("scale").Update(context.Background(), obj, client.WithSubResourceBody(sc))
+	}))
+}
+
+// updatePCS changes a PodCliqueSet, again on the latest version when a controller wrote it meanwhile.
+func updatePCS(t *testing.T, env *framework.Env, ns, name string, change func(*corev1alpha1.PodCliqueSet)) *corev1alpha1.PodCliqueSet {
+	t.Helper()
+	cur := &corev1alpha1.PodCliqueSet{}
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cur); err != nil {
+			return err
+		}
+		change(cur)
+		return env.Client.Update(context.Background(), cur)
+	}))
+	return cur
+}
+
+func pcsRef(ns, name string) *corev1alpha1.PodCliqueSet {
+	return &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func pcsgRef(ns, name string) *corev1alpha1.PodCliqueScalingGroup {
+	return &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func pclqRef(ns, name string) *corev1alpha1.PodClique {
+	return &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// dumpState describes a PodCliqueSet for a failure message: its status, its PodCliques'
+// template hashes and statuses, its pods and its PodGangs.
+func dumpState(t *testing.T, env *framework.Env, ns, name string) string {
+	ctx := context.Background()
+	out := ""
+	p := &corev1alpha1.PodCliqueSet{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err == nil {
+		out += fmt.Sprintf("PodCliqueSet status: updated=%d progress=%+v hash=%v\n", p.Status.UpdatedReplicas, p.Status.UpdateProgress, p.Status.CurrentGenerationHash)
+	}
+	var pclqs corev1alpha1.PodCliqueList
+	_ = env.Client.List(ctx, &pclqs, client.InNamespace(ns))
+	for _, c := range pclqs.Items {
+		out += fmt.Sprintf("PodClique %s hash=%s status=%+v\n", c.Name, c.Labels[common.LabelPodTemplateHash], c.Status)
+	}
+	for _, pod := range podsOf(t, env, ns, name) {
+		out += fmt.Sprintf("pod %s uid=%s hash=%s node=%s ready=%v deleting=%v gates=%v created=%s\n", pod.Name, pod.UID, pod.Labels[common.LabelPodTemplateHash],
+			pod.Spec.NodeName, isReady(&pod), pod.DeletionTimestamp != nil, pod.Spec.SchedulingGates, pod.CreationTimestamp.Format(time.RFC3339))
+	}
+	var gangs schedv1alpha1.PodGangList
+	_ = env.Client.List(ctx, &gangs, client.InNamespace(ns))
+	for _, g := range gangs.Items {
+		for _, pg := range g.Spec.PodGroups {
+			out += fmt.Sprintf("PodGang %s group %s min=%d refs=%v\n", g.Name, pg.Name, pg.MinReplicas, pg.PodReferences)
+		}
+	}
+	return out
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +17,6 @@ import (
 	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
-	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
@@ -41,6 +39,14 @@ func isScheduled(env *framework.Env, ns, gang string) bool {
 	return apimeta.IsStatusConditionTrue(podGang(env, ns, gang).Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
 }
 
+// waitScheduled waits until grove-scheduler reports every one of the PodGangs Scheduled.
+func waitScheduled(t *testing.T, env *framework.Env, ns string, gangs ...string) {
+	t.Helper()
+	for _, g := range gangs {
+		require.Eventually(t, func() bool { return isScheduled(env, ns, g) }, time.Minute, 250*time.Millisecond, "%s never Scheduled", g)
+	}
+}
+
 // describe dumps a PodGang and its pods for a failure message.
 func describe(env *framework.Env, ns, pcsName, gang string) string {
 	pg := podGang(env, ns, gang)
@@ -56,10 +62,8 @@ func describe(env *framework.Env, ns, pcsName, gang string) string {
 // A 10-pod gang on 9 one-pod nodes stays fully pending (and says why); a tenth node lets it
 // bind completely.
 func TestGangWaitsWholeUntilItFits(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := nodesEnv(t, framework.Options{}, 9, oneCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 9, oneCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "ten", 1, clique("w", 10, "1"))))
 
 	gang := common.BasePodGangName("ten", 0)
@@ -75,17 +79,15 @@ func TestGangWaitsWholeUntilItFits(t *testing.T) {
 
 	createNodes(t, env, "extra", 1, oneCPUNode, nil)
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ten")) == 10 }, 2*time.Minute, 500*time.Millisecond)
-	require.Eventually(t, func() bool { return isScheduled(env, ns, gang) }, time.Minute, 500*time.Millisecond, "Scheduled never became True")
+	waitScheduled(t, env, ns, gang)
 	w.assertNoPartialGang()
 }
 
 // With scaling-group minAvailable below replicas only the base gang must land; scaled gangs
 // are separate, whole gangs placed after it.
 func TestBaseGangFirstThenScaledGangs(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := nodesEnv(t, framework.Options{}, 4, oneCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 4, oneCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	p := withGroup(pcs(ns, "svc", 1, clique("router", 1, "1"), clique("worker", 2, "1")), "workers", 3, 1, "worker")
 	require.NoError(t, env.Client.Create(ctx, p))
 
@@ -106,17 +108,10 @@ func TestBaseGangFirstThenScaledGangs(t *testing.T) {
 	// Room for both scaled gangs: every pod binds, the scaled gangs after the base gang.
 	createNodes(t, env, "more", 4, oneCPUNode, nil)
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "svc")) == 7 }, 2*time.Minute, 500*time.Millisecond)
-	for _, g := range append([]string{base}, scaled...) {
-		require.Eventually(t, func() bool { return isScheduled(env, ns, g) }, time.Minute, 500*time.Millisecond, "%s never Scheduled", g)
-	}
+	waitScheduled(t, env, ns, append([]string{base}, scaled...)...)
 
 	// Scale the group out: a new scaled PodGang appears and is placed whole.
-	sc := &autoscalingv1.Scale{}
-	obj := &corev1alpha1.PodCliqueScalingGroup{}
-	obj.Namespace, obj.Name = ns, pcsg
-	require.NoError(t, env.Client.SubResource("scale").Get(ctx, obj, sc))
-	sc.Spec.Replicas = 4
-	require.NoError(t, env.Client.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(sc)))
+	scaleTo(t, env, pcsgRef(ns, pcsg), 4)
 	createNodes(t, env, "last", 2, oneCPUNode, nil)
 	require.Eventually(t, func() bool {
 		pods := podsOf(t, env, ns, "svc")

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -36,20 +37,12 @@ func countGrove(t *testing.T, ctx context.Context, c client.Client, ns, pcsName 
 // A PodCliqueSet scaled 0 → 3 → 0 creates and removes exactly its replicas' objects, and
 // deleting it leaves nothing behind.
 func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := nodesEnv(t, framework.Options{}, 6, twoCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 6, twoCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	p := pcs(ns, "elastic", 0, clique("a", 2, "1"), clique("b", 1, "1"))
 	require.NoError(t, env.Client.Create(ctx, p))
 
-	setReplicas := func(n int32) {
-		cur := &corev1alpha1.PodCliqueSet{}
-		require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(p), cur))
-		patch := client.MergeFrom(cur.DeepCopy())
-		cur.Spec.Replicas = n
-		require.NoError(t, env.Client.Patch(ctx, cur, patch))
-	}
+	setReplicas := func(n int32) { scaleTo(t, env, p, n) }
 	expect := func(pclqs, gangs, pods, bound int) {
 		require.Eventually(t, func() bool {
 			a, b, c := countGrove(t, ctx, env.Client, ns, "elastic")

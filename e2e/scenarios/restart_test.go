@@ -9,12 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
-	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
 var fourCPUNode = map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "16Gi"}
@@ -22,19 +20,12 @@ var fourCPUNode = map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1
 // Killing grove-operator (SIGKILL) in the middle of a 100-pod scale-out and starting it again
 // loses nothing and creates no duplicate: exactly 100 pods with distinct indices, all bound.
 func TestOperatorKilledDuringScaleOut(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := nodesEnv(t, framework.Options{}, 26, fourCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 26, fourCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "big", 1, clique("w", 1, "1", minAvailable(1)))))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "big")) == 1 }, 2*time.Minute, 200*time.Millisecond)
 
-	pclq := &corev1alpha1.PodClique{}
-	pclq.Namespace, pclq.Name = ns, common.StandalonePodCliqueName("big", 0, "w")
-	sc := &autoscalingv1.Scale{}
-	require.NoError(t, env.Client.SubResource("scale").Get(ctx, pclq, sc))
-	sc.Spec.Replicas = 100
-	require.NoError(t, env.Client.SubResource("scale").Update(ctx, pclq, client.WithSubResourceBody(sc)))
+	scaleTo(t, env, pclqRef(ns, common.StandalonePodCliqueName("big", 0, "w")), 100)
 	// Kill as soon as the scale-out is under way.
 	require.Eventually(t, func() bool { return len(podsOf(t, env, ns, "big")) > 1 }, time.Minute, 20*time.Millisecond)
 	require.NoError(t, env.Operator.Kill())
@@ -47,7 +38,7 @@ func TestOperatorKilledDuringScaleOut(t *testing.T) {
 		return len(pods) == 100 && countBound(pods) == 100
 	}, 4*time.Minute, 500*time.Millisecond)
 	// Give a duplicating operator the chance to show itself, then count again, by index.
-	require.Eventually(t, func() bool { return isScheduled(env, ns, common.BasePodGangName("big", 0)) }, time.Minute, 500*time.Millisecond)
+	waitScheduled(t, env, ns, common.BasePodGangName("big", 0))
 	pods := podsOf(t, env, ns, "big")
 	require.Len(t, pods, 100, "pods were duplicated or lost")
 	indices := map[string]bool{}
@@ -66,10 +57,8 @@ func TestOperatorKilledDuringScaleOut(t *testing.T) {
 // Killing grove-scheduler while a 40-pod gang is being placed (members assumed and waiting at
 // the Permit barrier) binds no partial gang; after a restart the gang is placed whole.
 func TestSchedulerKilledWhileGangWaitsInPermit(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := nodesEnv(t, framework.Options{}, 10, fourCPUNode)
 	ctx := context.Background()
-	createNodes(t, env, "n", 10, fourCPUNode, nil)
-	ns := env.Cluster.TestNamespace(t)
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "gang", 1, clique("w", 40, "1"))))
 	// Kill once every pod is ungated: the scheduler is then assuming members into the barrier.
 	require.Eventually(t, func() bool {

@@ -19,10 +19,26 @@ import (
 // fabricTopology is the ClusterTopology of framework.CreateNodes' fabric.
 func fabricTopology(t *testing.T, env *framework.Env, name string) {
 	t.Helper()
+	keyedTopology(t, env, name, framework.FabricKeys{Zone: framework.ZoneKey, Block: framework.BlockKey, Rack: framework.RackKey})
+}
+
+// keyedTopology is the ClusterTopology zone > block > rack > host of a fabric with these keys.
+func keyedTopology(t *testing.T, env *framework.Env, name string, keys framework.FabricKeys) {
+	t.Helper()
 	ct := &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1alpha1.ClusterTopologySpec{Levels: []corev1alpha1.TopologyLevel{
-		{Domain: "zone", Key: framework.ZoneKey}, {Domain: "block", Key: framework.BlockKey},
-		{Domain: "rack", Key: framework.RackKey}, {Domain: "host", Key: framework.HostKey}}}}
+		{Domain: "zone", Key: keys.Zone}, {Domain: "block", Key: keys.Block},
+		{Domain: "rack", Key: keys.Rack}, {Domain: "host", Key: framework.HostKey}}}}
 	require.NoError(t, env.Client.Create(context.Background(), ct))
+}
+
+// fabricEnv starts Grove with a fabric of twoCPUNode hosts and its ClusterTopology "fabric".
+func fabricEnv(t *testing.T, f framework.Fabric) (*framework.Env, *gangWatcher, string) {
+	t.Helper()
+	env, w := startEnv(t, framework.Options{})
+	_, err := env.CreateNodes(context.Background(), f, twoCPUNode)
+	require.NoError(t, err)
+	fabricTopology(t, env, "fabric")
+	return env, w, env.Cluster.TestNamespace(t)
 }
 
 // twoCPUNode holds two one-CPU pods.
@@ -44,12 +60,8 @@ func labelsOfBoundPods(env *framework.Env, pods []corev1.Pod, key string) map[st
 // hosts fits in exactly one rack; a gang of 6 fits in no rack and stays whole-pending
 // although the cluster has room for it.
 func TestRequiredRackPacking(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
 	ctx := context.Background()
-	_, err := env.CreateNodes(ctx, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2}, twoCPUNode)
-	require.NoError(t, err)
-	fabricTopology(t, env, "fabric")
-	ns := env.Cluster.TestNamespace(t)
 
 	require.NoError(t, env.Client.Create(ctx, withTopology(pcs(ns, "fits", 2, clique("w", 4, "1")), "fabric", "rack", "")))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "fits")) == 8 }, 2*time.Minute, 500*time.Millisecond)
@@ -82,12 +94,8 @@ func TestRequiredRackPacking(t *testing.T) {
 // Clique-level host packing inside block packing: each clique's pods share a host, the whole
 // replica shares a block.
 func TestNestedBlockAndHostPacking(t *testing.T) {
-	env, w := startEnv(t, nil)
+	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
 	ctx := context.Background()
-	_, err := env.CreateNodes(ctx, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2}, twoCPUNode)
-	require.NoError(t, err)
-	fabricTopology(t, env, "fabric")
-	ns := env.Cluster.TestNamespace(t)
 	p := withTopology(pcs(ns, "nested", 1, clique("a", 2, "1", cliqueRequired("host")), clique("b", 2, "1", cliqueRequired("host"))), "fabric", "block", "")
 	require.NoError(t, env.Client.Create(ctx, p))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "nested")) == 4 }, 2*time.Minute, 500*time.Millisecond)

@@ -149,6 +149,25 @@ func TestDRASharedClaimPinsTheGangToItsDevices(t *testing.T) {
 	assert.Empty(t, d.gangEvents("first", common.EventReasonResourceClaimOvershared), "one sharer is within the limit")
 }
 
+// TestDRAGangMembersShareAnUnallocatedClaim: three members of one gang share a claim nobody
+// has allocated yet. The first member's allocation stays in flight while it waits at the
+// Permit barrier; the others must still reach the barrier (on the node of the device) instead
+// of being turned away until the barrier times out. The claim ends up allocated there, with
+// its finalizer, and reserved for all three.
+func TestDRAGangMembersShareAnUnallocatedClaim(t *testing.T) {
+	d := newDRAEnv(t, envOptions{permitTimeout: time.Minute})
+	d.addNodes(node{name: "a", cpu: "8"}, node{name: "b", cpu: "8"})
+	d.publish("b", 1)
+	d.claim("shared")
+	d.createGang(gang{name: "trio", groups: []group{{name: "w", min: 3, replicas: 3, cpu: "1", pod: uses("shared")}}})
+	p := d.waitBound("trio", 3)
+	assert.Equal(t, map[string]int{d.nodeName("b"): 3}, p.nodes, "with the device the members share")
+	c := d.getClaim("shared")
+	assert.Equal(t, d.nodeName("b"), allocatedTo(c))
+	assert.Len(t, c.Status.ReservedFor, 3)
+	assert.Contains(t, c.Finalizers, resourcev1.Finalizer)
+}
+
 // TestDRADeviceCountSteersAndRejectsGangs: the domain choice only considers racks that still
 // offer the gang's devices; a gang that needs more devices than any rack offers stays pending
 // with a DRA reason, before any member is assumed; new devices make it fit.

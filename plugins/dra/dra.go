@@ -9,7 +9,10 @@
 //   - it tells the topology plugin which domains still offer the devices and where devices of
 //     claims already allocated to shared claims are, so the gang's domain is chosen there;
 //   - a claim shared by more pods than a ResourceClaim can be reserved for is reported by an
-//     event on the PodGang.
+//     event on the PodGang;
+//   - members may share a claim nobody has allocated yet: once one member's Reserve allocated
+//     it, the others see it allocated and wait at Permit until that member is bound
+//     (inflight.go).
 //
 // The arithmetic lives in pkg/scheduling/devices; this package wires it to the framework.
 package dra
@@ -27,6 +30,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -60,6 +64,8 @@ type Plugin struct {
 	mu sync.Mutex
 	// events remembers when an event was last sent, per gang, reason and message.
 	events map[string]time.Time
+	// inFlight are named claims gang members allocated in Reserve, by claim UID.
+	inFlight map[types.UID]*inFlight
 }
 
 var (
@@ -79,7 +85,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pluginargs.ValidateDRAArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	p := &Plugin{args: *args, handle: h, dra: h.SharedDRAManager(), events: map[string]time.Time{}}
+	p := &Plugin{args: *args, handle: h, dra: h.SharedDRAManager(), events: map[string]time.Time{}, inFlight: map[types.UID]*inFlight{}}
 	if p.dra == nil {
 		return p, nil
 	}

@@ -483,8 +483,8 @@ func activateLater(state fwk.CycleState, pods []*v1.Pod) {
 }
 
 // onGangEvent reacts to PodGang and member changes that no scheduler event reports: a quorum
-// that became present and a new or changed PodGang activate the gang's pending members; a
-// deleted PodGang rejects its waiting members.
+// that became present, a member ungated after it, and a new or changed PodGang activate the
+// gang's pending members; a deleted PodGang rejects its waiting members.
 func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 	switch ev {
 	case gangcache.GangChanged:
@@ -495,7 +495,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 			}
 		}
 		p.status.enqueue(key)
-	case gangcache.QuorumPresent:
+	case gangcache.QuorumPresent, gangcache.MemberPresent:
 		p.activate(p.gangs.Pending(key))
 	case gangcache.GangDeleted:
 		for _, uid := range p.ledger.Forget(key) {

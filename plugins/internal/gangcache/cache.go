@@ -56,6 +56,10 @@ const (
 	QuorumPresent
 	// MembersChanged: a member was bound, deleted or started running.
 	MembersChanged
+	// MemberPresent: a known member became present (ungated) while the quorum already was. The
+	// scheduling queue may hold it from an earlier PreEnqueue (the quorum was missing then, or
+	// the pod was still gated) and no scheduler event brings it back.
+	MemberPresent
 )
 
 // Listener is told about changes after the cache is updated, outside its lock.
@@ -221,6 +225,8 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 	var events []Event
 	if e.updateQuorumPresent() {
 		events = append(events, QuorumPresent)
+	} else if e.quorumPresent && old != nil && !old.present && m.present {
+		events = append(events, MemberPresent)
 	}
 	if changed && old != nil {
 		events = append(events, MembersChanged)

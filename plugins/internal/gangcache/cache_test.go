@@ -121,6 +121,25 @@ func TestQuorumPresentIsToldOnceWhenTheLastMemberArrives(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// A member the scheduling queue turned away while it was gated or the quorum was missing must
+// be told about when it is ungated after the quorum became present (a replacement pod during a
+// rolling update): no scheduler event brings it back.
+func TestMemberUngatedAfterTheQuorumIsTold(t *testing.T) {
+	c := New()
+	r := &recorder{}
+	c.AddListener(r.listen)
+	c.UpsertPodGang(podGang(1, 1, 1))
+	c.AddPodIfMissing(memberPod("a2", "a", gated)) // PreEnqueue saw it first, still gated
+	c.UpsertPod(memberPod("a1", "a"))
+	c.UpsertPod(memberPod("b1", "b"))
+	assert.Equal(t, []Event{GangChanged, QuorumPresent}, r.take())
+	c.UpsertPod(memberPod("a2", "a"))
+	assert.Equal(t, []Event{MemberPresent, MembersChanged}, r.take())
+	c.UpsertPod(memberPod("a2", "a"))
+	assert.Empty(t, r.take(), "no change")
+	assert.Len(t, c.Pending(key), 3)
+}
+
 func TestAddPodIfMissingTellsListenersFromAnotherGoroutine(t *testing.T) {
 	c := New()
 	c.UpsertPodGang(podGang(1, 1))
