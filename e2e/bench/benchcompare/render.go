@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+type machine struct {
+	cores   int
+	cpu     string
+	date    string
+	commit  string
+	command string
+}
+
+const (
+	notRun       = "not run"
+	notSupported = "not supported"
+	none         = "–"
+)
+
+// notes explain workloads whose rows are not like for like.
+var notes = map[string]string{
+	"Preferred": "Native: Kubernetes 1.37's PodGroup has no preferred (soft) topology constraint " +
+		"(schedulingConstraints.topology is required-only), so Native runs these gangs without one. " +
+		"Baseline: plain pods, no gangs and no rack preference.",
+	"RackRequired": "Baseline: the same pods without gangs or rack constraint (throughput reference only).",
+	"Contention": "2048 pods of 2 CPU for 1000 two-CPU slots. gangwatch deletes a gang once all its pods are bound " +
+		"(as if it ran to completion); \"unfinished\" means gangs were still waiting at gangwatch's deadline, " +
+		"typically because parts of many gangs hold the cluster (Baseline has no gangs).",
+}
+
+var header = []string{
+	"scheduler", "pods/s (avg)", "pods/s (p50)", "attempt p99 (ms)",
+	"all gangs bound (s)", "partially bound gangs", "gangs in one rack", "racks partly used",
+}
+
+func render(r *results, m machine) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Gang schedulers side by side (scheduler_perf)\n\n")
+	fmt.Fprintf(&b, "- machine: %d cores (runtime.NumCPU), %s\n", m.cores, m.cpu)
+	fmt.Fprintf(&b, "- date: %s\n", m.date)
+	fmt.Fprintf(&b, "- commit: %s\n", m.commit)
+	fmt.Fprintf(&b, "- command: `%s`\n", m.command)
+	fmt.Fprintf(&b, "- runs (scheduler_perf topics): %s\n\n", strings.Join(r.runs, ", "))
+	b.WriteString("Each cell: the value, then its ratio to the Baseline (kube-scheduler's default profile on the same pods without gangs) " +
+		"of the same run - the same process and Kubernetes version; the mean of that run's Baseline test cases. " +
+		"Throughput and latency come from scheduler_perf; gang completion, partial binding and rack placement from gangwatch. " +
+		"`not run`: the scheduler has no results in this directory; `not supported`: it ran, but not this workload; `–`: not measured.\n\n")
+	for _, w := range r.workloads {
+		fmt.Fprintf(&b, "## %s\n\n", w)
+		b.WriteString("| " + strings.Join(header, " | ") + " |\n")
+		b.WriteString("|" + strings.Repeat("---|", len(header)) + "\n")
+		for _, s := range schedulers {
+			run, own, base := r.stats(s, w)
+			if run != "" && run != primaryTopic && s != "Baseline" && base.ran {
+				b.WriteString(row(fmt.Sprintf("Baseline (%s run)", run), base, base, true, ""))
+			}
+			missing := ""
+			switch {
+			case run != "":
+			case r.ranAnything(s):
+				missing = notSupported
+			default:
+				missing = notRun
+			}
+			b.WriteString(row(s, own, base, s == "Baseline", missing))
+		}
+		b.WriteString("\n")
+		for _, s := range schedulers {
+			if _, own, _ := r.stats(s, w); own.hasGroupCycles {
+				fmt.Fprintf(&b, "%s ran pod-group scheduling cycles: p99 %.1f ms per scheduled group.\n", s, own.groupAttemptP99.mean())
+			}
+		}
+		for k, note := range notes {
+			if strings.Contains(w, k) {
+				fmt.Fprintf(&b, "Note: %s\n", note)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if problems := r.honesty(); len(problems) > 0 {
+		b.WriteString("## Warnings\n\n")
+		for _, p := range problems {
+			fmt.Fprintf(&b, "- %s\n", p)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// row renders one scheduler's cells; isBase leaves out the ratios.
+func row(name string, own, base stats, isBase bool, missing string) string {
+	cells := []string{name}
+	if missing != "" {
+		for range header[1:] {
+			cells = append(cells, missing)
+		}
+		return "| " + strings.Join(cells, " | ") + " |\n"
+	}
+	ratio := func(v, b opt) string {
+		if isBase || !v.ok() || !b.ok() || b.mean() == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%.2f×)", v.mean()/b.mean())
+	}
+	num := func(v, b opt, format string) string {
+		if !v.ok() {
+			return none
+		}
+		return fmt.Sprintf(format, v.mean()) + ratio(v, b)
+	}
+	count := func(v, of opt) string {
+		if !v.ok() {
+			return none
+		}
+		return fmt.Sprintf("%s of %s", countString(v.mean()), countString(of.mean()))
+	}
+	bound := num(own.allGangsBound, base.allGangsBound, "%.1f")
+	if own.unfinished > 0 {
+		bound = fmt.Sprintf("unfinished (%d of %d runs hit the deadline)", own.unfinished, own.gangwatchRuns)
+		if own.allGangsBound.ok() {
+			bound += fmt.Sprintf("; others %.1f", own.allGangsBound.mean())
+		}
+	}
+	cells = append(cells,
+		num(own.throughputAvg, base.throughputAvg, "%.1f"),
+		num(own.throughputP50, base.throughputP50, "%.1f"),
+		num(own.attemptP99, base.attemptP99, "%.1f"),
+		bound,
+		count(own.partial, own.gangs),
+		count(own.inOneRack, own.gangs),
+		count(own.racksPartlyUsed, own.racksUsed),
+	)
+	return "| " + strings.Join(cells, " | ") + " |\n"
+}
+
+// countString prints whole counts as integers and means of several runs with one decimal.
+func countString(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.1f", v)
+}
