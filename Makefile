@@ -122,3 +122,25 @@ bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's 
 			-data-items-dir=$(BENCH_RESULTS) -with-data-items-unique-id=false) || exit 1; \
 	done
 	$(GO) run ./e2e/bench/benchratio $(BENCH_RESULTS)/BenchmarkPerfScheduling_benchmark_grove_*.json
+
+# make bench-compare: Baseline / Grove / Native in e2e/bench/compare (this module), then
+# scheduler-plugins' coscheduling (its own module, `make bench-coscheduling`, when defined), then
+# benchcompare writes $(BENCH_COMPARE_RESULTS)/RESULTS.md from the raw JSON next to it.
+# BENCH_COMPARE_FILTER selects workloads by label: compare (500 nodes), large (5000 nodes),
+# compare-smoke (seconds). BENCH_COMPARE_DEADLINE bounds the run-to-completion workload.
+BENCH_COMPARE_FILTER   ?= compare
+BENCH_COMPARE_RESULTS  ?= $(ROOT)/results/compare
+BENCH_COMPARE_DEADLINE ?= 2m
+
+.PHONY: bench-compare
+bench-compare: k8s-bins ## scheduler_perf: kube-scheduler vs grove-scheduler vs native 1.37 gangs vs coscheduling; writes results/compare/RESULTS.md.
+	@mkdir -p $(BENCH_COMPARE_RESULTS)
+	@rm -f $(BENCH_COMPARE_RESULTS)/BenchmarkPerfScheduling_benchmark_*.json $(BENCH_COMPARE_RESULTS)/gangwatch_*.json
+	cd e2e/bench/compare && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_COMPARE_RESULTS) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE) \
+		$(GO) test -run '^$$' -bench BenchmarkPerfScheduling -benchtime 1x -timeout $(BENCH_TIMEOUT) . \
+		-args -perf-scheduling-label-filter=$(BENCH_COMPARE_FILTER) -data-items-dir=$(BENCH_COMPARE_RESULTS) -with-data-items-unique-id=false
+	@if $(MAKE) -n bench-coscheduling >/dev/null 2>&1; then \
+		$(MAKE) bench-coscheduling BENCH_COMPARE_FILTER=$(BENCH_COMPARE_FILTER) BENCH_COMPARE_RESULTS=$(BENCH_COMPARE_RESULTS) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE); \
+	else echo ">> no bench-coscheduling target: the Coscheduling rows will read 'not run'"; fi
+	$(GO) run ./e2e/bench/benchcompare -dir $(BENCH_COMPARE_RESULTS) -out $(BENCH_COMPARE_RESULTS)/RESULTS.md \
+		-command "make bench-compare BENCH_COMPARE_FILTER=$(BENCH_COMPARE_FILTER) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE)"

@@ -89,9 +89,9 @@ func attempt(tc, wl string, p99 float64) perfdata.DataItem {
 		map[string]string{"result": "scheduled"}, "ms", map[string]float64{"Perc99": p99})
 }
 
-func groupAttempt(tc, wl string, p99 float64) perfdata.DataItem {
-	return item("scheduler_podgroup_scheduling_attempt_duration_seconds", "BenchmarkPerfScheduling/"+tc+"/"+wl+"/pods",
-		map[string]string{"result": "scheduled"}, "ms", map[string]float64{"Perc99": p99})
+func placementFeasible(tc, wl string, avg float64) perfdata.DataItem {
+	return item("scheduler_framework_extension_point_duration_seconds", "BenchmarkPerfScheduling/"+tc+"/"+wl+"/pods",
+		map[string]string{"extension_point": "PlacementFeasible"}, "ms", map[string]float64{"Average": avg})
 }
 
 func writeJSON(t *testing.T, path string, v any) {
@@ -118,7 +118,7 @@ func testDir(t *testing.T) string {
 			throughput("Baseline", rack, 300, 300),
 			throughput("Grove", w4, 330, 300), attempt("Grove", w4, 50),
 			throughput("Grove", rack, 150, 150),
-			throughput("Native", w4, 100, 90), attempt("Native", w4, 200), groupAttempt("Native", w4, 40),
+			throughput("Native", w4, 100, 90), attempt("Native", w4, 200), placementFeasible("Native", w4, 0.04),
 			throughput("Native", rack, 120, 100), // no pod-group cycles: must be flagged
 			throughput("BaselineAgain", w4, 200, 190), attempt("BaselineAgain", w4, 300),
 			throughput("BaselineAgain", rack, 300, 300),
@@ -174,7 +174,7 @@ func TestLoadAndStats(t *testing.T) {
 			return ""
 		}},
 		{"Native", "500Nodes_3000Pods_GangsOf4", "compare", func(own, _ stats) string {
-			if !own.hasGroupCycles || own.groupAttemptP99.mean() != 40 {
+			if !own.hasGroupCycles || own.placementFeasible.mean() != 0.04 {
 				return "want Native's pod-group cycles"
 			}
 			return ""
@@ -219,6 +219,7 @@ func TestRowRatios(t *testing.T) {
 		{"not measured", stats{ran: true}, stats{}, false, "", []string{"| – |"}},
 		{"missing", stats{}, stats{}, false, notSupported, []string{"| not supported | not supported |"}},
 		{"unfinished", stats{ran: true, unfinished: 1, gangwatchRuns: 1}, stats{}, false, "", []string{"unfinished (1 of 1 runs hit the deadline)"}},
+		{"no ratio to an unfinished baseline", stats{ran: true, allGangsBound: o}, stats{allGangsBound: b, unfinished: 1}, false, "", []string{"| 330.0 |"}},
 	} {
 		got := row("X", tc.own, tc.base, tc.isBase, tc.missing)
 		for _, w := range tc.want {
@@ -242,7 +243,7 @@ func TestRenderAndHonesty(t *testing.T) {
 		"| Grove | 330.0 (1.32×) | 300.0 (1.25×) | 50.0 (0.25×) |",
 		"| Baseline (coscheduling run) | 400.0 |",
 		"| Coscheduling | 200.0 (0.50×) |",
-		"Native ran pod-group scheduling cycles: p99 40.0 ms",
+		"Native ran pod-group scheduling cycles (PlacementFeasible recorded, mean 0.040 ms)",
 		"| Coscheduling | not supported |",
 		"| Grove | 150.0 (0.50×) | 150.0 (0.50×) | – | 10.0 | 0 of 47 | 47 of 47 | 3 of 20 |",
 		"Native/500Nodes_RackRequired_47GangsOf64: no pod-group scheduling cycles recorded",

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -22,8 +23,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/kubernetes/pkg/scheduler"
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	kubeschedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ai-dynamo/grove/e2e/bench/gangwatch"
 	"github.com/ai-dynamo/grove/plugins"
@@ -57,7 +61,7 @@ func gangDeadline() (time.Duration, error) {
 	if s := os.Getenv("BENCH_COMPARE_DEADLINE"); s != "" {
 		return time.ParseDuration(s)
 	}
-	return 3 * time.Minute, nil
+	return 2 * time.Minute, nil
 }
 
 // current is the running workload's view of its bench pods for the gang barrier; workloads run
@@ -183,4 +187,90 @@ func barrierState(objs []any) (unbound, deleteWhenBound int) {
 		}
 	}
 	return unbound, deleteWhenBound
+}
+
+func decodeProfile(t *testing.T, path string) schedconfig.KubeSchedulerProfile {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := kubeschedulerscheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := obj.(*schedconfig.KubeSchedulerConfiguration)
+	if len(cfg.Profiles) != 1 {
+		t.Fatalf("%s: want one profile, got %d", path, len(cfg.Profiles))
+	}
+	return cfg.Profiles[0]
+}
+
+// The comparison is only honest if Grove runs the profile grove-scheduler ships, with the
+// feature gates cmd/grove-scheduler sets, Native runs with the gates that turn the in-tree gang
+// plugins on, and every scheduler gets the same workloads.
+func TestCompareConfigIsHonest(t *testing.T) {
+	data, err := os.ReadFile("compare-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var testCases []struct {
+		Name                string          `json:"name"`
+		FeatureGates        map[string]bool `json:"featureGates"`
+		SchedulerConfigPath string          `json:"schedulerConfigPath"`
+		Workloads           []struct {
+			Name   string         `json:"name"`
+			Params map[string]any `json:"params"`
+		} `json:"workloads"`
+	}
+	if err := yaml.Unmarshal(data, &testCases); err != nil {
+		t.Fatal(err)
+	}
+	workloads := map[string][]string{}
+	for _, tc := range testCases {
+		for _, w := range tc.Workloads {
+			workloads[tc.Name] = append(workloads[tc.Name], w.Name)
+		}
+		switch tc.Name {
+		case "Baseline", "BaselineAgain":
+			if tc.SchedulerConfigPath != "" || len(tc.FeatureGates) != 0 {
+				t.Errorf("%s: want kube-scheduler's default profile and gates, got %q %v", tc.Name, tc.SchedulerConfigPath, tc.FeatureGates)
+			}
+		case "Grove":
+			if tc.SchedulerConfigPath != "../grove-scheduler-config.yaml" {
+				t.Errorf("Grove: schedulerConfigPath %q, want ../grove-scheduler-config.yaml", tc.SchedulerConfigPath)
+			}
+			shipped := decodeProfile(t, "../../../config/scheduler/scheduler-config.yaml")
+			bench := decodeProfile(t, tc.SchedulerConfigPath)
+			shipped.SchedulerName = bench.SchedulerName
+			if !reflect.DeepEqual(shipped, bench) {
+				t.Errorf("Grove's profile differs from config/scheduler/scheduler-config.yaml")
+			}
+			for gate, on := range plugins.FeatureDefaults {
+				if tc.FeatureGates[gate] != on {
+					t.Errorf("Grove: feature gate %s=%v, cmd/grove-scheduler runs with %v", gate, tc.FeatureGates[gate], on)
+				}
+			}
+		case "Native":
+			if tc.SchedulerConfigPath != "" || !tc.FeatureGates["GenericWorkload"] || !tc.FeatureGates["TopologyAwareWorkloadScheduling"] {
+				t.Errorf("Native: want the default profile with GenericWorkload and TopologyAwareWorkloadScheduling, got %q %v", tc.SchedulerConfigPath, tc.FeatureGates)
+			}
+		default:
+			t.Errorf("unexpected test case %s: benchcompare would not know its scheduler", tc.Name)
+		}
+	}
+	for _, name := range []string{"Grove", "Native"} {
+		if !reflect.DeepEqual(workloads[name], workloads["Baseline"]) {
+			t.Errorf("%s runs workloads %v, Baseline %v", name, workloads[name], workloads["Baseline"])
+		}
+	}
+	base := map[string]bool{}
+	for _, w := range workloads["Baseline"] {
+		base[w] = true
+	}
+	for _, w := range workloads["BaselineAgain"] {
+		if !base[w] {
+			t.Errorf("BaselineAgain runs %s, which Baseline does not", w)
+		}
+	}
 }
