@@ -49,6 +49,7 @@ verify: ## Fail when generated files are stale, go.mod is untidy or code is unfo
 lint: ## go vet and a gofmt check.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	cd e2e/bench/gangwatch && $(GO) vet ./...
 
 ##@ Demo
 
@@ -71,6 +72,7 @@ demo-down: ## Stop the demo environment and every process it started.
 .PHONY: test
 test: k8s-bins build kwok ## Unit and integration tests against a real etcd + kube-apiserver + kube-controller-manager.
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	cd e2e/bench/gangwatch && $(GO) test ./...
 
 .PHONY: e2e
 e2e: k8s-bins build kwok ## End-to-end scenarios: operator and scheduler as processes, kwok nodes.

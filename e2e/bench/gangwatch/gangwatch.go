@@ -1,0 +1,280 @@
+// Package gangwatch measures what throughput does not show when schedulers place gangs: whether
+// a gang was ever left partly bound, how long gangs took to run when they compete for a full
+// cluster, and how tightly they were packed into racks. It watches the benchmark's pods through
+// the API, so it measures every scheduler the same way, and depends only on client-go so that
+// benchmarks built against different Kubernetes versions can share it.
+package gangwatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Options tune a Watcher; zero values take the defaults.
+type Options struct {
+	// Name labels the report, typically the scheduler_perf test and workload name.
+	Name string
+	// RackLabel is the node label whose values are racks. Default DefaultRackLabel.
+	RackLabel string
+	// PartialGrace is how long a gang may be partly bound before it counts as partially bound:
+	// binding a whole gang is not one atomic write. Default 5s.
+	PartialGrace time.Duration
+	// Deadline bounds run-to-completion workloads: when it passes before every gang ran, the
+	// watcher deletes the remaining pods so the benchmark can end, and reports Finished false.
+	// Default 10m.
+	Deadline time.Duration
+}
+
+// Percentiles of a duration distribution, in seconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Report is what a Watcher measured.
+type Report struct {
+	Name            string `json:"name"`
+	ExpectedGangs   int    `json:"expectedGangs"`
+	Gangs           int    `json:"gangs"`
+	WholeGangs      int    `json:"wholeGangs"`
+	DeleteWhenBound bool   `json:"deleteWhenBound"`
+	// Finished: every expected gang was whole at some point before the deadline.
+	Finished bool `json:"finished"`
+	// PartiallyBoundGangs counts gangs that were partly bound for longer than the grace period.
+	PartiallyBoundGangs   int     `json:"partiallyBoundGangs"`
+	LongestPartialSeconds float64 `json:"longestPartialSeconds"`
+	// AllGangsBoundSeconds runs from the first pod seen to the last gang becoming whole.
+	AllGangsBoundSeconds float64 `json:"allGangsBoundSeconds"`
+	// GangCompletionSeconds: from a gang's first pod seen to the gang becoming whole.
+	GangCompletionSeconds Percentiles `json:"gangCompletionSeconds"`
+	GangsInOneRack        int         `json:"gangsInOneRack"`
+	RacksTotal            int         `json:"racksTotal"`
+	RacksUsed             int         `json:"racksUsed"`
+	// RacksPartlyUsed: racks holding pods with room left for another of the smallest pods,
+	// measured when the last gang became whole (or at Stop).
+	RacksPartlyUsed int `json:"racksPartlyUsed"`
+}
+
+// Watcher follows the benchmark's pods and nodes until Stop.
+type Watcher struct {
+	ctx     context.Context
+	opts    Options
+	client  kubernetes.Interface
+	cancel  context.CancelFunc
+	done    sync.WaitGroup
+	mu      sync.Mutex
+	tracker *tracker
+	hitDL   bool
+	deletes chan deletion
+}
+
+type deletion struct {
+	namespace string
+	pods      []string
+}
+
+// Start watches pods labelled GangLabel in every namespace, and all nodes.
+func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Watcher, error) {
+	if opts.RackLabel == "" {
+		opts.RackLabel = DefaultRackLabel
+	}
+	if opts.PartialGrace == 0 {
+		opts.PartialGrace = 5 * time.Second
+	}
+	if opts.Deadline == 0 {
+		opts.Deadline = 10 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Watcher{
+		ctx:     ctx,
+		opts:    opts,
+		client:  client,
+		cancel:  cancel,
+		tracker: newTracker(opts.RackLabel, opts.PartialGrace),
+		deletes: make(chan deletion, 1024),
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			if o.LabelSelector == "" {
+				o.LabelSelector = GangLabel
+			}
+		}))
+	pods := factory.Core().V1().Pods().Informer()
+	nodes := informers.NewSharedInformerFactory(client, 0).Core().V1().Nodes().Informer()
+	if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.onPod(obj) },
+		UpdateFunc: func(_, obj any) { w.onPod(obj) },
+		DeleteFunc: w.onPodDelete,
+	}); err != nil {
+		cancel()
+		return nil, err
+	}
+	if _, err := nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.onNode,
+		UpdateFunc: func(_, obj any) { w.onNode(obj) },
+	}); err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, inf := range []cache.SharedIndexInformer{pods, nodes} {
+		w.done.Add(1)
+		go func() { defer w.done.Done(); inf.Run(ctx.Done()) }()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
+		cancel()
+		w.done.Wait()
+		return nil, fmt.Errorf("gangwatch: informers did not sync: %w", ctx.Err())
+	}
+	w.done.Add(2)
+	go func() { defer w.done.Done(); w.deleteCompletedGangs(ctx) }()
+	go func() { defer w.done.Done(); w.watchTime(ctx) }()
+	return w, nil
+}
+
+// Stop ends the watch and returns the report.
+func (w *Watcher) Stop() Report {
+	w.cancel()
+	w.done.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.tracker.report(w.opts.Name, time.Now(), w.hitDL)
+}
+
+func (w *Watcher) onNode(obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		w.mu.Lock()
+		w.tracker.setNode(n)
+		w.mu.Unlock()
+	}
+}
+
+func (w *Watcher) onPod(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	complete := w.tracker.observePod(p, time.Now())
+	var d deletion
+	if complete != nil {
+		d = deletion{namespace: complete.namespace, pods: w.tracker.podNames(*complete)}
+	}
+	w.mu.Unlock()
+	if complete != nil {
+		select {
+		case w.deletes <- d:
+		case <-w.ctx.Done():
+		}
+	}
+}
+
+func (w *Watcher) onPodDelete(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		w.mu.Lock()
+		w.tracker.removePod(p, time.Now())
+		w.mu.Unlock()
+	}
+}
+
+// deleteCompletedGangs deletes the pods of gangs that ran to completion, as a job controller
+// would once a job finished.
+func (w *Watcher) deleteCompletedGangs(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case d := <-w.deletes:
+			w.deletePods(ctx, d.namespace, d.pods)
+		}
+	}
+}
+
+func (w *Watcher) deletePods(ctx context.Context, namespace string, names []string) {
+	for _, name := range names {
+		err := w.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "gangwatch: deleting pod %s/%s: %v\n", namespace, name, err)
+		}
+	}
+}
+
+// watchTime closes long partial intervals every second, and enforces the deadline of
+// run-to-completion workloads.
+func (w *Watcher) watchTime(ctx context.Context) {
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	deadline := time.NewTimer(w.opts.Deadline)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			w.mu.Lock()
+			w.tracker.tick(now)
+			w.mu.Unlock()
+		case <-deadline.C:
+			w.mu.Lock()
+			giveUp := w.tracker.deleteWhenBnd && !w.tracker.finished()
+			var left map[string][]string
+			if giveUp {
+				w.hitDL = true
+				left = w.tracker.livePodNames()
+			}
+			w.mu.Unlock()
+			for ns, names := range left {
+				w.deletePods(ctx, ns, names)
+			}
+		}
+	}
+}
+
+func (t *tracker) podNames(key gangKey) []string {
+	var names []string
+	for uid := range t.gangs[key].members {
+		if p, ok := t.pods[uid]; ok {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+func (t *tracker) livePodNames() map[string][]string {
+	out := map[string][]string{}
+	for _, p := range t.pods {
+		out[p.gang.namespace] = append(out[p.gang.namespace], p.name)
+	}
+	return out
+}
+
+var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// Write stores the report as dir/gangwatch_<name>.json.
+func (r Report) Write(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(dir, "gangwatch_"+unsafeFileChars.ReplaceAllString(r.Name, "_")+".json")
+	return os.WriteFile(file, append(data, '\n'), 0o644)
+}
