@@ -245,7 +245,7 @@ func TestRenderAndHonesty(t *testing.T) {
 		"| Coscheduling | 200.0 (0.50×) |",
 		"Native ran pod-group scheduling cycles (PlacementFeasible recorded, mean 0.040 ms)",
 		"| Coscheduling | not supported |",
-		"| Grove | 150.0 (0.50×) | 150.0 (0.50×) | – | 10.0 | 0 of 47 | 47 of 47 | 3 of 20 |",
+		"| Grove | 150.0 (0.50×) | 150.0 (0.50×) | – | 10.0 | 0 of 47 (longest 0.0 s) | 47 of 47 | 3 of 20 |",
 		"Native/500Nodes_RackRequired_47GangsOf64: no pod-group scheduling cycles recorded",
 		"Native/500Nodes_RackRequired_47GangsOf64: only 40 of 47 gangs inside one rack",
 	} {

@@ -46,8 +46,15 @@ func render(r *results, m machine) string {
 	fmt.Fprintf(&b, "- runs (scheduler_perf topics): %s\n\n", strings.Join(r.runs, ", "))
 	b.WriteString("Each cell: the value, then its ratio to the Baseline (kube-scheduler's default profile on the same pods without gangs) " +
 		"of the same run - the same process and Kubernetes version; the mean of that run's Baseline test cases. " +
-		"Throughput and latency come from scheduler_perf; gang completion, partial binding and rack placement from gangwatch. " +
-		"`not run`: the scheduler has no results in this directory; `not supported`: it ran, but not this workload; `–`: not measured.\n\n")
+		"`not run`: the scheduler has no results in this directory; `not supported`: it ran, but not this workload; `–`: not measured.\n\n" +
+		"- pods/s: scheduler_perf's SchedulingThroughput, sampled each second while pods get bound.\n" +
+		"- attempt p99: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, from the start of a pod's last scheduling cycle " +
+		"until it is bound - for gang members this includes waiting at Permit for the rest of the gang.\n" +
+		"- all gangs bound: gangwatch, from the first pod seen until the last gang had all its pods bound.\n" +
+		"- partially bound gangs: gangwatch, gangs partly bound for longer than its 5 s grace (binding a gang is not one write; " +
+		"a gang of 1000 takes seconds to bind even when released at once), with the longest such interval.\n" +
+		"- gangs in one rack / racks partly used: gangwatch, when the last gang became whole; a rack is partly used when it holds pods " +
+		"and still has room for one more.\n\n")
 	for _, w := range r.workloads {
 		fmt.Fprintf(&b, "## %s\n\n", w)
 		b.WriteString("| " + strings.Join(header, " | ") + " |\n")
@@ -129,14 +136,22 @@ func row(name string, own, base stats, isBase bool, missing string) string {
 			bound += fmt.Sprintf("; others %.1f", own.allGangsBound.mean())
 		}
 	}
+	partial := count(own.partial, own.gangs)
+	if own.longestPartial.ok() {
+		partial += fmt.Sprintf(" (longest %.1f s)", own.longestPartial.mean())
+	}
+	racks := count(own.racksPartlyUsed, own.racksUsed)
+	if own.racksUsed.ok() && own.racksUsed.mean() == 0 {
+		racks = none // every pod was deleted (run-to-completion workload)
+	}
 	cells = append(cells,
 		num(own.throughputAvg, base.throughputAvg, "%.1f"),
 		num(own.throughputP50, base.throughputP50, "%.1f"),
 		num(own.attemptP99, base.attemptP99, "%.1f"),
 		bound,
-		count(own.partial, own.gangs),
+		partial,
 		count(own.inOneRack, own.gangs),
-		count(own.racksPartlyUsed, own.racksUsed),
+		racks,
 	)
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }

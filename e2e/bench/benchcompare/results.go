@@ -263,6 +263,7 @@ type stats struct {
 	unfinished                    int // gangwatch reports that hit the deadline
 	gangwatchRuns                 int
 	partial, inOneRack            opt
+	longestPartial                opt // seconds
 	gangs                         opt
 	racksPartlyUsed, racksUsed    opt
 	hasGroupCycles                bool
@@ -308,6 +309,8 @@ func aggregate(ms []measurement) stats {
 				s.unfinished++
 			}
 			s.partial.add(float64(g.PartiallyBoundGangs))
+			s.longestPartial.add(g.LongestPartialSeconds)
+			s.longestPartial.add(g.LongestPartialSeconds)
 			s.inOneRack.add(float64(g.GangsInOneRack))
 			s.gangs.add(float64(g.ExpectedGangs))
 			s.racksPartlyUsed.add(float64(g.RacksPartlyUsed))
