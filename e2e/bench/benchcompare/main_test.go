@@ -49,8 +49,11 @@ func TestParseReportName(t *testing.T) {
 	}{
 		{"compare/BenchmarkPerfScheduling/Grove/500Nodes_3000Pods_GangsOf4", "compare", "Grove", "500Nodes_3000Pods_GangsOf4", false},
 		{"BenchmarkPerfScheduling/Coscheduling/500Nodes_3000Pods_GangsOf4", "", "Coscheduling", "500Nodes_3000Pods_GangsOf4", false},
+		{"coscheduling_Baseline_500Nodes_3000Pods_GangsOf4", "coscheduling", "Baseline", "500Nodes_3000Pods_GangsOf4", false},
+		{"coscheduling_Baseline", "", "", "", true},
 		{"compare/BenchmarkPerfScheduling/Grove", "", "", "", true},
 		{"something else", "", "", "", true},
+		{"", "", "", "", true},
 	} {
 		run, tcName, wl, err := parseReportName(tc.name)
 		if (err != nil) != tc.err || run != tc.run || tcName != tc.testCase || wl != tc.workload {
@@ -138,7 +141,8 @@ func testDir(t *testing.T) string {
 		{Name: "compare/BenchmarkPerfScheduling/BaselineAgain/" + cont, ExpectedGangs: 32, Gangs: 32, WholeGangs: 32, Finished: true, AllGangsBoundSeconds: 40, PartiallyBoundGangs: 2, RacksUsed: 20},
 		{Name: "compare/BenchmarkPerfScheduling/Grove/" + rack, ExpectedGangs: 47, GangsInOneRack: 47, Finished: true, AllGangsBoundSeconds: 10, RacksUsed: 20, RacksPartlyUsed: 3},
 		{Name: "compare/BenchmarkPerfScheduling/Native/" + rack, ExpectedGangs: 47, GangsInOneRack: 40, Finished: true, AllGangsBoundSeconds: 12, RacksUsed: 20, RacksPartlyUsed: 5},
-		{Name: "BenchmarkPerfScheduling/Coscheduling/" + w4, ExpectedGangs: 750, Finished: true, AllGangsBoundSeconds: 15},
+		{Name: "coscheduling_Coscheduling_" + w4, ExpectedGangs: 750, Finished: true, AllGangsBoundSeconds: 15},
+		{Name: "BenchmarkPerfScheduling/Native/" + w4, ExpectedGangs: 750, Finished: true, AllGangsBoundSeconds: 25},
 	}
 	for i, r := range reports {
 		writeJSON(t, filepath.Join(dir, "gangwatch_"+string(rune('a'+i))+".json"), r)
@@ -176,6 +180,9 @@ func TestLoadAndStats(t *testing.T) {
 		{"Native", "500Nodes_3000Pods_GangsOf4", "compare", func(own, _ stats) string {
 			if !own.hasGroupCycles || own.placementFeasible.mean() != 0.04 {
 				return "want Native's pod-group cycles"
+			}
+			if own.allGangsBound.mean() != 25 {
+				return "want the gangwatch report named without a topic attached to the compare run"
 			}
 			return ""
 		}},

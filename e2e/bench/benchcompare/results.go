@@ -184,9 +184,8 @@ func (r *results) addPerf(run string, items perfdata.DataItems) error {
 	return nil
 }
 
-// addGangwatch attaches a gangwatch report to its test case's measurement. Its name is
-// "[<topic>/]BenchmarkPerfScheduling/<test case>/<workload>"; without a topic it belongs to the
-// only run that has that test case and workload.
+// addGangwatch attaches a gangwatch report to its test case's measurement (see parseReportName);
+// a name without a topic belongs to the first run that has that test case and workload.
 func (r *results) addGangwatch(rep gangwatch.Report) error {
 	run, tc, wl, err := parseReportName(rep.Name)
 	if err != nil {
@@ -223,7 +222,17 @@ func (r *results) addGangwatch(rep gangwatch.Report) error {
 	return nil
 }
 
+// parseReportName accepts "[<topic>/]BenchmarkPerfScheduling/<test case>/<workload>" (this
+// module's, tCtx.Name() with the topic in front) and "<topic>_<test case>_<workload>" (test case
+// names have no underscores; workload names do).
 func parseReportName(name string) (run, testCase, workload string, err error) {
+	if !strings.Contains(name, "/") {
+		parts := strings.SplitN(name, "_", 3)
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return "", "", "", fmt.Errorf("unexpected gangwatch report name %q", name)
+		}
+		return parts[0], parts[1], parts[2], nil
+	}
 	parts := strings.Split(name, "/")
 	if len(parts) >= 1 && parts[0] != "BenchmarkPerfScheduling" {
 		run, parts = parts[0], parts[1:]
