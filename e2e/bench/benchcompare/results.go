@@ -375,7 +375,8 @@ func (r *results) honesty() []string {
 				continue
 			}
 			if m.gangs.PartiallyBoundGangs > 0 {
-				out = append(out, fmt.Sprintf("%s/%s: %d gangs partially bound", tc, k.workload, m.gangs.PartiallyBoundGangs))
+				out = append(out, fmt.Sprintf("%s/%s: gangs partly bound for more than gangwatch's grace: %d (longest %.1f s)",
+					tc, k.workload, m.gangs.PartiallyBoundGangs, m.gangs.LongestPartialSeconds))
 			}
 			if strings.Contains(k.workload, "RackRequired") && m.gangs.GangsInOneRack < m.gangs.ExpectedGangs {
 				out = append(out, fmt.Sprintf("%s/%s: only %d of %d gangs inside one rack although required", tc, k.workload, m.gangs.GangsInOneRack, m.gangs.ExpectedGangs))
