@@ -94,6 +94,51 @@ func TestTopology(t *testing.T) {
 		assert.Equal(t, 0.5, *e.podGang("spill").Status.PlacementScore, "two racks")
 	})
 
+	t.Run("preferred on a cluster the scheduler samples: every gang lands in one rack", func(t *testing.T) {
+		e := newEnv(t, envOptions{})
+		// 300 nodes: kube-scheduler stops filtering after about half of them
+		// (percentageOfNodesToScore), so Score alone would often not see the preferred rack.
+		var nodes []node
+		for r := range 12 {
+			for i := range 25 {
+				nodes = append(nodes, rack(fmt.Sprintf("r%d-n%d", r, i), "4", fmt.Sprintf("r%d", r)))
+			}
+		}
+		e.addNodes(nodes...)
+		// 10 gangs of 16 one-CPU pods (4 nodes' worth), all at once: each fits one rack.
+		for i := range 10 {
+			e.createGang(gang{name: fmt.Sprintf("g%d", i), constraint: preferred(rackKey), groups: workers(16, "1")})
+		}
+		for i := range 10 {
+			p := e.waitBound(fmt.Sprintf("g%d", i), 16)
+			racks := map[string]int{}
+			for n, count := range p.nodes {
+				racks[strings.SplitN(strings.TrimPrefix(n, e.ns+"-"), "-", 2)[0]] += count
+			}
+			assert.Len(t, racks, 1, "gang g%d spans racks: %v", i, racks)
+		}
+	})
+
+	t.Run("preferred: a member that fits no node of the preferred rack lets the gang search every node", func(t *testing.T) {
+		e := newEnv(t, envOptions{})
+		r1 := e.addNodes(rack("a", "4", "r1"), rack("b", "4", "r1"))
+		e.addNodes(rack("c", "4", "r2"), rack("d", "4", "r2"), rack("e", "4", "r2"), rack("f", "4", "r2"))
+		hostPort := func(p *v1.Pod) {
+			p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+		}
+		// r1 has the CPU for the gang (the tightest rack by capacity), but its host ports are
+		// taken by a pod of another scheduler.
+		for i, n := range r1 {
+			occupier := e.memberPod(gang{name: "occupier"}, group{name: "o", cpu: "0", pod: hostPort}, int32(i))
+			occupier.Labels = nil
+			occupier.Spec.NodeName = n
+			e.createPods([]*v1.Pod{occupier})
+		}
+		e.createGang(gang{name: "ported", constraint: preferred(rackKey),
+			groups: []group{{name: "w", min: 4, replicas: 4, cpu: "2", pod: hostPort}}})
+		onlyOn(t, e.waitBound("ported", 4), e.nodesWithLabel(rackKey, "r2"), "ported")
+	})
+
 	t.Run("bound members pin the rack: extras wait for room there", func(t *testing.T) {
 		e := newEnv(t, envOptions{})
 		e.addNodes(rack("a", "4", "r1"), rack("b", "8", "r2"), rack("c", "8", "r2"))

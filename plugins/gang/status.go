@@ -121,6 +121,10 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 			d.phase = v1alpha1.PodGangPhaseRunning
 		}
 		d.placementScore = w.placementScore(g)
+	case g.Quorum.Held():
+		// The barrier has released the quorum and its bindings are in flight: the next thing
+		// worth a write is "bound" (or, if a binding fails, the attempt's failure reason).
+		return desiredStatus{}
 	case reason != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonUnschedulable, reason
 	case existing != nil || bound > 0:

@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -41,6 +42,9 @@ type Plugin struct {
 	mu sync.Mutex
 	// plans holds each gang's current placement, reused while its attempt is under way.
 	plans map[string]*gangPlan
+	// preferenceMissed lists gangs (by PodGang UID) a member of which fit no node of the
+	// preferred domain it was narrowed to: their later attempts search every node.
+	preferenceMissed map[string]types.UID
 }
 
 // gangPlan is the placement of one gang attempt.
@@ -55,6 +59,7 @@ var (
 	_ fwk.FilterPlugin      = &Plugin{}
 	_ fwk.PreScorePlugin    = &Plugin{}
 	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.SignPlugin        = &Plugin{}
 )
@@ -72,11 +77,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{args: *args, handle: h, gangs: gangs, plans: map[string]*gangPlan{}}
+	p := &Plugin{args: *args, handle: h, gangs: gangs, plans: map[string]*gangPlan{}, preferenceMissed: map[string]types.UID{}}
 	gangs.AddListener(func(key string, ev gangcache.Event) {
 		if ev == gangcache.GangDeleted {
 			p.mu.Lock()
 			delete(p.plans, key)
+			delete(p.preferenceMissed, key)
 			p.mu.Unlock()
 		}
 	})
@@ -89,9 +95,13 @@ func (p *Plugin) Name() string { return Name }
 // cycleState carries a member's domains from PreFilter to Filter and Score. It is never
 // modified after PreFilter, so clones share it.
 type cycleState struct {
+	key       string
+	uid       types.UID
 	required  []topology.Choice
 	preferred *topology.Choice
 	shape     capacity.Resources
+	// narrowed: Filter runs only on the preferred domain's nodes.
+	narrowed bool
 }
 
 func (s *cycleState) Clone() fwk.StateData { return s }
@@ -108,6 +118,11 @@ func readState(state fwk.CycleState) *cycleState {
 // PreFilter looks up (or, at the start of a gang attempt, decides) the gang's domains and
 // returns the nodes of the member's innermost required domain, so Filter runs only on them. A
 // gang no domain can hold is rejected here, before any member is assumed.
+//
+// When the preferred domain holds the rest of the gang, Filter runs only on its nodes too: the
+// scheduler stops filtering once it has found enough feasible nodes (percentageOfNodesToScore),
+// so on a large cluster Score would otherwise often not see the preferred domain at all. A
+// member that then fits no node there turns this off for its gang (PostFilter).
 func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfos []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, group, ok := gangcache.GangKey(pod)
 	if !ok {
@@ -124,12 +139,20 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	if unfit != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unfit.Error())
 	}
-	s := &cycleState{required: plan.Required(group), shape: capacity.PodShape(pod)}
+	s := &cycleState{key: key, uid: g.PodGang.UID, required: plan.Required(group), shape: capacity.PodShape(pod)}
 	if c, ok := plan.Preferred(group); ok {
 		s.preferred = &c
 	}
-	state.Write(stateKey, s)
 	allowed := plan.AllowedNodes(group)
+	if preferred := plan.PreferredNodes(group); preferred != nil && !p.missedPreference(key, s.uid) {
+		if allowed != nil {
+			preferred = allowed.Intersection(preferred)
+		}
+		if preferred.Len() > 0 {
+			allowed, s.narrowed = preferred, true
+		}
+	}
+	state.Write(stateKey, s)
 	if allowed == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -202,6 +225,23 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree, plan: plan}
 	p.mu.Unlock()
 	return plan, tree, unfit
+}
+
+func (p *Plugin) missedPreference(key string, uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.preferenceMissed[key] == uid
+}
+
+// PostFilter: a member narrowed to its preferred domain fit none of its nodes, so the gang's
+// preference is not worth a failed attempt again; its next attempts search every node.
+func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if s := readState(state); s != nil && s.narrowed {
+		p.mu.Lock()
+		p.preferenceMissed[s.key] = s.uid
+		p.mu.Unlock()
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
 
 // PreFilterExtensions is not needed: domains do not depend on single pods.

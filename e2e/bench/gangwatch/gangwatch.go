@@ -29,8 +29,9 @@ type Options struct {
 	Name string
 	// RackLabel is the node label whose values are racks. Default DefaultRackLabel.
 	RackLabel string
-	// PartialGrace is how long a gang may be partly bound before it counts as partially bound:
-	// binding a whole gang is not one atomic write. Default 5s.
+	// PartialGrace is how long a partly bound gang may go without another of its members being
+	// bound before it counts as partially bound: binding a gang is one write per member, not
+	// one atomic write. Default 5s.
 	PartialGrace time.Duration
 	// Deadline bounds run-to-completion workloads: when it passes before every gang ran, the
 	// watcher deletes the remaining pods so the benchmark can end, and reports Finished false.
@@ -54,7 +55,8 @@ type Report struct {
 	DeleteWhenBound bool   `json:"deleteWhenBound"`
 	// Finished: every expected gang was whole at some point before the deadline.
 	Finished bool `json:"finished"`
-	// PartiallyBoundGangs counts gangs that were partly bound for longer than the grace period.
+	// PartiallyBoundGangs counts gangs that were partly bound, with no further member bound,
+	// for longer than the grace period; LongestPartialSeconds is the longest such stall.
 	PartiallyBoundGangs   int     `json:"partiallyBoundGangs"`
 	LongestPartialSeconds float64 `json:"longestPartialSeconds"`
 	// AllGangsBoundSeconds runs from the first pod seen to the last gang becoming whole.

@@ -34,12 +34,12 @@ type gang struct {
 	firstSeen   time.Time
 	members     map[types.UID]string // pod UID -> node name ("" while unbound)
 	bound       int
-	wholeAt     time.Time // zero until every member is bound
-	wholeRacks  int       // racks the gang spanned when it became whole
-	partSince   time.Time // zero unless the gang is partly bound right now
-	wasPartial  bool      // partly bound for longer than the grace period at some point
-	longestPart time.Duration
-	deleting    bool // its pods are being deleted because it ran to completion
+	wholeAt     time.Time     // zero until every member is bound
+	wholeRacks  int           // racks the gang spanned when it became whole
+	partSince   time.Time     // zero unless partly bound: when its last binding so far was seen
+	wasPartial  bool          // partly bound without progress for longer than the grace period
+	longestPart time.Duration // longest such stall
+	deleting    bool          // its pods are being deleted because it ran to completion
 }
 
 // tracker is gangwatch's bookkeeping, free of informers and clocks so that it can be tested
@@ -128,10 +128,11 @@ func (t *tracker) observePod(p *corev1.Pod, now time.Time) (complete *gangKey) {
 	prev, known := g.members[p.UID]
 	g.members[p.UID] = p.Spec.NodeName
 	t.pods[p.UID] = podInfo{name: p.Name, gang: key, node: p.Spec.NodeName, milliCPU: podMilliCPU(p)}
-	if (!known || prev == "") && p.Spec.NodeName != "" {
+	progressed := (!known || prev == "") && p.Spec.NodeName != ""
+	if progressed {
 		g.bound++
 	}
-	t.updatePartial(g, now)
+	t.updatePartial(g, now, progressed)
 	if g.bound >= g.size && g.wholeAt.IsZero() {
 		g.wholeAt = now
 		g.wholeRacks = t.racksOf(g)
@@ -165,14 +166,19 @@ func (t *tracker) removePod(p *corev1.Pod, now time.Time) {
 			g.bound--
 		}
 	}
-	t.updatePartial(g, now)
+	t.updatePartial(g, now, false)
 }
 
-// updatePartial opens or closes the gang's partly-bound interval.
-func (t *tracker) updatePartial(g *gang, now time.Time) {
+// updatePartial tracks how long a partly bound gang goes without another binding. Binding a
+// released gang is one API call per member, so a big gang is partly bound for a while even when
+// nothing is wrong; a gang stuck half-bound makes no progress at all.
+func (t *tracker) updatePartial(g *gang, now time.Time, progressed bool) {
 	partial := g.bound > 0 && g.bound < g.size && !g.deleting
 	switch {
 	case partial && g.partSince.IsZero():
+		g.partSince = now
+	case partial && progressed:
+		t.closePartial(g, now)
 		g.partSince = now
 	case !partial && !g.partSince.IsZero():
 		t.closePartial(g, now)

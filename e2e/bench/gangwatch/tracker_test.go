@@ -77,6 +77,16 @@ func TestTrackerReports(t *testing.T) {
 			PartiallyBoundGangs: 1, LongestPartialSeconds: 7, GangCompletionSeconds: Percentiles{7, 7, 7},
 			RacksTotal: 2, RacksUsed: 2, RacksPartlyUsed: 2},
 	}, {
+		name: "a big gang bound slowly but steadily is not partial",
+		events: []event{
+			{0, pod("a", 0, 3, 1, "", false), false}, {0, pod("a", 1, 3, 1, "", false), false}, {0, pod("a", 2, 3, 1, "", false), false},
+			{1, pod("a", 0, 3, 1, "n1", false), false}, {5, pod("a", 1, 3, 1, "n1", false), false}, {9, pod("a", 2, 3, 1, "n2", false), false},
+		},
+		stop: 10,
+		want: Report{ExpectedGangs: 1, Gangs: 1, WholeGangs: 1, Finished: true, AllGangsBoundSeconds: 9,
+			LongestPartialSeconds: 4, GangCompletionSeconds: Percentiles{9, 9, 9}, GangsInOneRack: 1,
+			RacksTotal: 2, RacksUsed: 1, RacksPartlyUsed: 1},
+	}, {
 		name: "a gang still partly bound at stop counts; the other expected gang never came",
 		events: []event{
 			{0, pod("a", 0, 2, 2, "n1", false), false}, {0, pod("a", 1, 2, 2, "", false), false},

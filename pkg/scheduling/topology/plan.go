@@ -39,6 +39,9 @@ type Plan struct {
 	required  map[string][]Choice
 	allowed   map[string]sets.Set[string]
 	preferred map[string]Choice
+	// preferredNodes holds, per PodGroup, the nodes of its innermost preferred domain when that
+	// domain holds the rest of the set.
+	preferredNodes map[string]sets.Set[string]
 }
 
 // Required lists the domains a member of the PodGroup must be in, outermost first.
@@ -53,6 +56,10 @@ func (p *Plan) Preferred(group string) (Choice, bool) {
 	c, ok := p.preferred[group]
 	return c, ok
 }
+
+// PreferredNodes are the nodes of the PodGroup's innermost preferred domain when that domain
+// holds the set's remaining members; nil when it does not, or there is no preferred key.
+func (p *Plan) PreferredNodes(group string) sets.Set[string] { return p.preferredNodes[group] }
 
 // Unfit says why the gang does not fit, in gang terms.
 type Unfit struct {
@@ -110,11 +117,13 @@ func Choose(in Input) (*Plan, *Unfit) {
 		w.idx[i] = i
 		w.free[i] = in.Nodes[i].Free.Clone()
 	}
-	rec := &record{required: map[string]Choice{}, preferred: map[string]Choice{}, domains: map[string]sets.Set[string]{}}
+	rec := &record{required: map[string]Choice{}, preferred: map[string]Choice{},
+		domains: map[string]sets.Set[string]{}, preferredDomains: map[string]sets.Set[string]{}}
 	if _, unfit := p.fit(in.Tree.Root, w, rec); unfit != nil {
 		return nil, unfit
 	}
-	plan := &Plan{required: map[string][]Choice{}, allowed: map[string]sets.Set[string]{}, preferred: map[string]Choice{}}
+	plan := &Plan{required: map[string][]Choice{}, allowed: map[string]sets.Set[string]{}, preferred: map[string]Choice{},
+		preferredNodes: map[string]sets.Set[string]{}}
 	for _, g := range in.Tree.Root.Groups {
 		for _, s := range in.Tree.Chain(g) {
 			if c, ok := rec.required[s.ID]; ok {
@@ -123,6 +132,11 @@ func Choose(in Input) (*Plan, *Unfit) {
 			}
 			if c, ok := rec.preferred[s.ID]; ok {
 				plan.preferred[g] = c
+				if nodes, ok := rec.preferredDomains[s.ID]; ok {
+					plan.preferredNodes[g] = nodes
+				} else {
+					delete(plan.preferredNodes, g)
+				}
 			}
 		}
 	}
@@ -165,7 +179,9 @@ func (w work) writeBack(pos []int, s work) {
 // record collects the choices of a committed placement; nil while domains are only compared.
 type record struct {
 	required, preferred map[string]Choice
-	domains             map[string]sets.Set[string]
+	// domains and preferredDomains name the nodes of the chosen required domains, and of the
+	// preferred domains that hold their set.
+	domains, preferredDomains map[string]sets.Set[string]
 }
 
 func (p *planner) collectDemand(s *Set) capacity.Demands {
@@ -241,11 +257,7 @@ func (p *planner) fit(s *Set, w work, rec *record) (int64, *Unfit) {
 	domain := w.subset(pos, false)
 	if rec != nil {
 		rec.required[s.ID] = Choice{Key: s.Required, Value: value}
-		names := sets.New[string]()
-		for _, i := range domain.idx {
-			names.Insert(p.in.Nodes[i].Name)
-		}
-		rec.domains[s.ID] = names
+		rec.domains[s.ID] = p.nodeNames(domain)
 		if s.Preferred != "" {
 			p.choosePreferred(s, domain, rec)
 		}
@@ -336,18 +348,28 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 }
 
 // choosePreferred records the domain of s's preferred key: where its members already are, else
-// the tightest domain that holds s, else the one that holds most of it.
+// the tightest domain that holds s, else the one that holds most of it. When the domain holds
+// s, its nodes are recorded too.
 func (p *planner) choosePreferred(s *Set, w work, rec *record) {
-	if v, ok := p.preferredPins[s.ID]; ok {
-		rec.preferred[s.ID] = Choice{Key: s.Preferred, Value: v}
+	pin := p.preferredPins[s.ID]
+	pos, value, unfit := p.chooseDomain(s, s.Preferred, pin, w)
+	switch {
+	case unfit == nil:
+		rec.preferredDomains[s.ID] = p.nodeNames(w.subset(pos, false))
+	case pin != "":
+		value = pin
+	case unfit.Best != "":
+		value = unfit.Best
+	default:
 		return
 	}
-	_, value, unfit := p.chooseDomain(s, s.Preferred, "", w)
-	if unfit != nil {
-		if unfit.Best == "" {
-			return
-		}
-		value = unfit.Best
-	}
 	rec.preferred[s.ID] = Choice{Key: s.Preferred, Value: value}
+}
+
+func (p *planner) nodeNames(w work) sets.Set[string] {
+	names := sets.New[string]()
+	for _, i := range w.idx {
+		names.Insert(p.in.Nodes[i].Name)
+	}
+	return names
 }

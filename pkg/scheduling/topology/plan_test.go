@@ -219,10 +219,13 @@ func TestChoosePreferredNeverFails(t *testing.T) {
 		nodes []Node
 		held  map[string][]string
 		want  string
+		// wantNodes: the preferred rack's nodes when it holds the gang, else none.
+		wantNodes []string
 	}{
-		{"tightest rack that holds the gang", cluster(map[string][]int64{"a1": {16, 16}, "a2": {8, 8}, "a3": {4}}), nil, "a2"},
-		{"none holds it: the rack that holds most", cluster(map[string][]int64{"a1": {4, 4}, "a2": {4, 4, 4}}), nil, "a2"},
-		{"the rack members already run in", cluster(map[string][]int64{"a1": {16, 16}, "a2": {8, 8}}), map[string][]string{"w": {"a1-1"}}, "a1"},
+		{"tightest rack that holds the gang", cluster(map[string][]int64{"a1": {16, 16}, "a2": {8, 8}, "a3": {4}}), nil, "a2", []string{"a2-0", "a2-1"}},
+		{"none holds it: the rack that holds most", cluster(map[string][]int64{"a1": {4, 4}, "a2": {4, 4, 4}}), nil, "a2", nil},
+		{"the rack members already run in", cluster(map[string][]int64{"a1": {16, 16}, "a2": {8, 8}}), map[string][]string{"w": {"a1-1"}}, "a1", []string{"a1-0", "a1-1"}},
+		{"the rack members already run in, though it is too small now", cluster(map[string][]int64{"a1": {4}, "a2": {8, 8}}), map[string][]string{"w": {"a1-0"}}, "a1", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,7 +238,12 @@ func TestChoosePreferredNeverFails(t *testing.T) {
 			c, ok := plan.Preferred("w")
 			require.True(t, ok)
 			assert.Equal(t, Choice{Key: rackKey, Value: tc.want}, c)
-			assert.Nil(t, plan.AllowedNodes("w"), "preferred keys never restrict nodes")
+			assert.Nil(t, plan.AllowedNodes("w"), "preferred keys never require nodes")
+			if tc.wantNodes == nil {
+				assert.Nil(t, plan.PreferredNodes("w"))
+			} else {
+				assert.Equal(t, tc.wantNodes, names(plan.PreferredNodes("w")))
+			}
 		})
 	}
 }
