@@ -51,8 +51,8 @@ func render(r *results, m machine) string {
 		"- attempt p99: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, from the start of a pod's last scheduling cycle " +
 		"until it is bound - for gang members this includes waiting at Permit for the rest of the gang.\n" +
 		"- all gangs bound: gangwatch, from the first pod seen until the last gang had all its pods bound.\n" +
-		"- partially bound gangs: gangwatch, gangs partly bound for longer than its 5 s grace (binding a gang is not one write; " +
-		"a gang of 1000 takes seconds to bind even when released at once), with the longest such interval.\n" +
+		"- partially bound gangs: gangwatch, gangs that stayed partly bound with no further member bound for longer than its 5 s grace " +
+		"(binding a gang is one write per member, not one atomic write), with the longest such stall.\n" +
 		"- gangs in one rack / racks partly used: gangwatch, when the last gang became whole; a rack is partly used when it holds pods " +
 		"and still has room for one more.\n\n")
 	for _, w := range r.workloads {

@@ -375,7 +375,7 @@ func (r *results) honesty() []string {
 				continue
 			}
 			if m.gangs.PartiallyBoundGangs > 0 {
-				out = append(out, fmt.Sprintf("%s/%s: gangs partly bound for more than gangwatch's grace: %d (longest %.1f s)",
+				out = append(out, fmt.Sprintf("%s/%s: gangs stalled partly bound for more than gangwatch's grace: %d (longest %.1f s)",
 					tc, k.workload, m.gangs.PartiallyBoundGangs, m.gangs.LongestPartialSeconds))
 			}
 			if strings.Contains(k.workload, "RackRequired") && m.gangs.GangsInOneRack < m.gangs.ExpectedGangs {
