@@ -8,29 +8,18 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/ai-dynamo/grove/e2e/bench/internal/perfdata"
 )
 
-type dataItems struct {
-	DataItems []struct {
-		Data   map[string]float64 `json:"data"`
-		Labels map[string]string  `json:"labels"`
-	} `json:"dataItems"`
-}
+type result = perfdata.Throughput
 
-type result struct {
-	testCase, workload string
-	// nodes is the leading "<n>Nodes" of the workload name.
-	nodes           string
-	average, perc50 float64
-}
-
-func (r result) baseline() bool { return strings.HasPrefix(r.testCase, "Plain") }
+func baseline(r result) bool { return strings.HasPrefix(r.TestCase, "Plain") }
 
 func main() {
 	if len(os.Args) < 2 {
@@ -74,26 +63,13 @@ func main() {
 
 // printRun prints one run's table and returns each gang workload's ratio to its baseline.
 func printRun(path string) map[string]float64 {
-	var results []result
-	data, err := os.ReadFile(path)
+	items, err := perfdata.Read(path)
 	if err != nil {
 		fail(err)
 	}
-	var items dataItems
-	if err := json.Unmarshal(data, &items); err != nil {
+	results, err := perfdata.Throughputs(items)
+	if err != nil {
 		fail(fmt.Errorf("%s: %w", path, err))
-	}
-	for _, item := range items.DataItems {
-		if item.Labels["Metric"] != "SchedulingThroughput" {
-			continue
-		}
-		// Name is "BenchmarkPerfScheduling/<test case>/<workload>/<namespace>".
-		parts := strings.Split(item.Labels["Name"], "/")
-		if len(parts) < 3 {
-			fail(fmt.Errorf("%s: unexpected data item name %q", path, item.Labels["Name"]))
-		}
-		results = append(results, result{testCase: parts[1], workload: parts[2], nodes: strings.SplitN(parts[2], "_", 2)[0],
-			average: item.Data["Average"], perc50: item.Data["Perc50"]})
 	}
 	if len(results) == 0 {
 		fail(fmt.Errorf("no SchedulingThroughput data items in %s", path))
@@ -102,16 +78,16 @@ func printRun(path string) map[string]float64 {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "workload (in run order)\tpods/s (average)\tpods/s (p50)\tbaseline pods/s\tratio\t")
 	for i, r := range results {
-		if r.baseline() {
-			fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t\t\t\n", r.testCase, r.workload, r.average, r.perc50)
+		if baseline(r) {
+			fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t\t\t\n", r.TestCase, r.Workload, r.Average, r.Perc50)
 			continue
 		}
 		base, ratio := "n/a", "n/a"
 		if b, ok := neighbourBaseline(results, i); ok {
-			base, ratio = fmt.Sprintf("%.1f", b), fmt.Sprintf("%.2fx", r.average/b)
-			out[r.testCase+"/"+r.workload] = r.average / b
+			base, ratio = fmt.Sprintf("%.1f", b), fmt.Sprintf("%.2fx", r.Average/b)
+			out[r.TestCase+"/"+r.Workload] = r.Average / b
 		}
-		fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t%s\t%s\t\n", r.testCase, r.workload, r.average, r.perc50, base, ratio)
+		fmt.Fprintf(w, "%s/%s\t%.1f\t%.1f\t%s\t%s\t\n", r.TestCase, r.Workload, r.Average, r.Perc50, base, ratio)
 	}
 	if err := w.Flush(); err != nil {
 		fail(err)
@@ -125,15 +101,15 @@ func neighbourBaseline(results []result, i int) (float64, bool) {
 	var sum float64
 	n := 0
 	for j := i - 1; j >= 0; j-- {
-		if results[j].baseline() && results[j].nodes == results[i].nodes {
-			sum += results[j].average
+		if baseline(results[j]) && results[j].Nodes == results[i].Nodes {
+			sum += results[j].Average
 			n++
 			break
 		}
 	}
 	for j := i + 1; j < len(results); j++ {
-		if results[j].baseline() && results[j].nodes == results[i].nodes {
-			sum += results[j].average
+		if baseline(results[j]) && results[j].Nodes == results[i].Nodes {
+			sum += results[j].Average
 			n++
 			break
 		}

@@ -39,6 +39,23 @@ type Options struct {
 	Deadline time.Duration
 }
 
+// DeadlineEnv names the environment variable that sets Options.Deadline for every benchmark
+// module (make bench-compare passes BENCH_COMPARE_DEADLINE through).
+const DeadlineEnv = "BENCH_COMPARE_DEADLINE"
+
+// DeadlineFromEnv returns the deadline DeadlineEnv sets, or 0 (Start's default) when it is unset.
+func DeadlineFromEnv() (time.Duration, error) {
+	s := os.Getenv(DeadlineEnv)
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", DeadlineEnv, err)
+	}
+	return d, nil
+}
+
 // Percentiles of a duration distribution, in seconds.
 type Percentiles struct {
 	P50 float64 `json:"p50"`

@@ -131,7 +131,11 @@ func prepare(tCtx ktesting.TContext) error {
 	if err := renderTemplates(params, renderedDir); err != nil {
 		return err
 	}
-	w, err := gangwatch.Start(tCtx, tCtx.Client(), gangwatch.Options{Name: "coscheduling_" + testCase + "_" + workload})
+	deadline, err := gangwatch.DeadlineFromEnv()
+	if err != nil {
+		return err
+	}
+	w, err := gangwatch.Start(tCtx, tCtx.Client(), gangwatch.Options{Name: "coscheduling_" + testCase + "_" + workload, Deadline: deadline})
 	if err != nil {
 		return err
 	}
@@ -209,7 +213,7 @@ var workloadParams = map[string]templateParams{
 	"500Nodes_Contention_32GangsOf64": {Nodes: 500, NodesPerRack: 25, Gangs: 32, PodsPerGang: 64, CPU: "2", DeleteWhenBound: true},
 	"500Nodes_Preferred_100GangsOf16": {Nodes: 500, NodesPerRack: 25, Gangs: 100, PodsPerGang: 16, CPU: "1"},
 	"5000Nodes_15000Pods_GangsOf4":    {Nodes: 5000, NodesPerRack: 100, Gangs: 3750, PodsPerGang: 4, CPU: "100m"},
-	"5000Nodes_15000Pods_GangsOf64":   {Nodes: 5000, NodesPerRack: 100, Gangs: 234, PodsPerGang: 64, CPU: "100m"},
+	"5000Nodes_15040Pods_GangsOf64":   {Nodes: 5000, NodesPerRack: 100, Gangs: 235, PodsPerGang: 64, CPU: "100m"},
 	"5000Nodes_15000Pods_GangsOf1000": {Nodes: 5000, NodesPerRack: 100, Gangs: 15, PodsPerGang: 1000, CPU: "100m"},
 }
 
