@@ -23,8 +23,9 @@ const (
 // notes explain workloads whose rows are not like for like.
 var notes = map[string]string{
 	"Preferred": "Native: Kubernetes 1.37's PodGroup has no preferred (soft) topology constraint " +
-		"(schedulingConstraints.topology is required-only), so Native runs these gangs without one. " +
-		"Baseline: plain pods, no gangs and no rack preference.",
+		"(schedulingConstraints.topology is required-only), so Native runs these gangs without one; " +
+		"Coscheduling has no topology awareness and runs them without one too - both rows measure gangs without a rack " +
+		"preference, so compare their throughput with that in mind. Baseline: plain pods, no gangs and no rack preference.",
 	"RackRequired": "Baseline: the same pods without gangs or rack constraint (throughput reference only).",
 	"Contention": "2048 pods of 2 CPU for 1000 two-CPU slots. gangwatch deletes a gang once all its pods are bound " +
 		"(as if it ran to completion); \"unfinished\" means gangs were still waiting at gangwatch's deadline, " +

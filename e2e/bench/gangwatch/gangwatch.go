@@ -12,12 +12,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -99,7 +102,16 @@ type Watcher struct {
 	tracker *tracker
 	hitDL   bool
 	deletes chan deletion
+	// seen holds the resourceVersion of each pod as last handled (deletedVersion once deleted),
+	// so Stop can wait for the handlers to reach the state the API holds.
+	seen map[types.UID]string
 }
+
+// deletedVersion marks a pod whose deletion the watcher handled: no later version exists.
+const deletedVersion = "deleted"
+
+// catchUpTimeout bounds how long Stop waits for the informer to deliver the last events.
+const catchUpTimeout = 30 * time.Second
 
 type deletion struct {
 	namespace string
@@ -125,6 +137,7 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Wat
 		cancel:  cancel,
 		tracker: newTracker(opts.RackLabel, opts.PartialGrace),
 		deletes: make(chan deletion, 1024),
+		seen:    map[types.UID]string{},
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -164,13 +177,55 @@ func Start(ctx context.Context, client kubernetes.Interface, opts Options) (*Wat
 	return w, nil
 }
 
-// Stop ends the watch and returns the report.
+// Stop ends the watch and returns the report. It first waits until the watcher has handled every
+// bench pod in the state the API holds now: a benchmark ends as soon as its own informer saw the
+// last binding, and the watcher's informer may still be behind it - with a 1000-pod gang bound in
+// the last second, the report would otherwise miss the gang becoming whole.
 func (w *Watcher) Stop() Report {
+	if err := w.catchUp(); err != nil {
+		fmt.Fprintf(os.Stderr, "gangwatch %s: %v; reporting what was seen\n", w.opts.Name, err)
+	}
 	w.cancel()
 	w.done.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.tracker.report(w.opts.Name, time.Now(), w.hitDL)
+}
+
+func (w *Watcher) catchUp() error {
+	ctx, cancel := context.WithTimeout(w.ctx, catchUpTimeout)
+	defer cancel()
+	list, err := w.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: GangLabel})
+	if err != nil {
+		return fmt.Errorf("listing pods to catch up: %w", err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for i := range list.Items {
+			p := &list.Items[i]
+			if !handled(w.seen[p.UID], p.ResourceVersion) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the watch did not catch up with the API within %s: %w", catchUpTimeout, err)
+	}
+	return nil
+}
+
+// handled reports whether a pod last handled at version seen is at least at version listed.
+// Resource versions are compared as numbers when both are (etcd's are); otherwise only equal
+// versions count.
+func handled(seen, listed string) bool {
+	if seen == listed || seen == deletedVersion {
+		return true
+	}
+	s, errS := strconv.ParseUint(seen, 10, 64)
+	l, errL := strconv.ParseUint(listed, 10, 64)
+	return errS == nil && errL == nil && s >= l
 }
 
 func (w *Watcher) onNode(obj any) {
@@ -187,6 +242,7 @@ func (w *Watcher) onPod(obj any) {
 		return
 	}
 	w.mu.Lock()
+	w.seen[p.UID] = p.ResourceVersion
 	complete := w.tracker.observePod(p, time.Now())
 	var d deletion
 	if complete != nil {
@@ -207,6 +263,7 @@ func (w *Watcher) onPodDelete(obj any) {
 	}
 	if p, ok := obj.(*corev1.Pod); ok {
 		w.mu.Lock()
+		w.seen[p.UID] = deletedVersion
 		w.tracker.removePod(p, time.Now())
 		w.mu.Unlock()
 	}
