@@ -130,20 +130,24 @@ bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's 
 # writes $(BENCH_COMPARE_RESULTS)/RESULTS.md from the raw JSON next to it.
 # BENCH_COMPARE_FILTER selects workloads by label: compare (500 nodes), large (5000 nodes),
 # compare-smoke (seconds). BENCH_COMPARE_DEADLINE bounds the run-to-completion workload.
+# BENCH_COMPARE_ROUNDS runs each module that many times; RESULTS.md shows the means.
 BENCH_COMPARE_FILTER   ?= compare
 BENCH_COMPARE_RESULTS  ?= $(ROOT)/results/compare
 BENCH_COMPARE_DEADLINE ?= 2m
+BENCH_COMPARE_ROUNDS   ?= 1
 
 .PHONY: bench-compare
 bench-compare: k8s-bins ## scheduler_perf: kube-scheduler vs grove-scheduler vs native 1.37 gangs vs coscheduling; writes results/compare/RESULTS.md.
 	@mkdir -p $(BENCH_COMPARE_RESULTS)
 	@rm -f $(BENCH_COMPARE_RESULTS)/BenchmarkPerfScheduling_benchmark_*.json $(BENCH_COMPARE_RESULTS)/gangwatch_*.json
-	cd e2e/bench/compare && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_COMPARE_RESULTS) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE) \
-		$(GO) test -run '^$$' -bench BenchmarkPerfScheduling -benchtime 1x -timeout $(BENCH_TIMEOUT) . \
-		-args -perf-scheduling-label-filter=$(BENCH_COMPARE_FILTER) -data-items-dir=$(BENCH_COMPARE_RESULTS) -with-data-items-unique-id=false
+	for round in $$(seq $(BENCH_COMPARE_ROUNDS)); do \
+		(cd e2e/bench/compare && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_COMPARE_RESULTS) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE) \
+			$(GO) test -run '^$$' -bench BenchmarkPerfScheduling -benchtime 1x -timeout $(BENCH_TIMEOUT) . \
+			-args -perf-scheduling-label-filter=$(BENCH_COMPARE_FILTER) -data-items-dir=$(BENCH_COMPARE_RESULTS)) || exit 1; \
+	done
 	$(MAKE) bench-coscheduling
 	$(GO) run ./e2e/bench/benchcompare -dir $(BENCH_COMPARE_RESULTS) -out $(BENCH_COMPARE_RESULTS)/RESULTS.md \
-		-command "make bench-compare BENCH_COMPARE_FILTER=$(BENCH_COMPARE_FILTER) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE)"
+		-command "make bench-compare BENCH_COMPARE_FILTER=$(BENCH_COMPARE_FILTER) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE) BENCH_COMPARE_ROUNDS=$(BENCH_COMPARE_ROUNDS)"
 
 # scheduler-plugins' Coscheduling v0.34.7 builds only against Kubernetes 1.34, so it is its own
 # Go module (e2e/bench/compare/coscheduling) with its own scheduler_perf and a same-run Baseline.
@@ -151,6 +155,8 @@ bench-compare: k8s-bins ## scheduler_perf: kube-scheduler vs grove-scheduler vs 
 bench-coscheduling: k8s-bins ## scheduler_perf: scheduler-plugins Coscheduling (k8s 1.34) on the comparison's workloads.
 	@mkdir -p $(BENCH_COMPARE_RESULTS)
 	@rm -f $(BENCH_COMPARE_RESULTS)/BenchmarkPerfScheduling_benchmark_coscheduling_*.json $(BENCH_COMPARE_RESULTS)/gangwatch_coscheduling_*.json
-	cd e2e/bench/compare/coscheduling && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_COMPARE_RESULTS) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE) \
-		$(GO) test -run '^$$' -bench BenchmarkPerfScheduling -benchtime 1x -timeout $(BENCH_TIMEOUT) . -args \
-		-perf-scheduling-label-filter=$(BENCH_COMPARE_FILTER) -data-items-dir=$(BENCH_COMPARE_RESULTS)
+	for round in $$(seq $(BENCH_COMPARE_ROUNDS)); do \
+		(cd e2e/bench/compare/coscheduling && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_COMPARE_RESULTS) BENCH_COMPARE_DEADLINE=$(BENCH_COMPARE_DEADLINE) \
+			$(GO) test -run '^$$' -bench BenchmarkPerfScheduling -benchtime 1x -timeout $(BENCH_TIMEOUT) . -args \
+			-perf-scheduling-label-filter=$(BENCH_COMPARE_FILTER) -data-items-dir=$(BENCH_COMPARE_RESULTS)) || exit 1; \
+	done

@@ -4,11 +4,15 @@ package manifests
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -54,6 +58,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	assert.Equal(t, 5, kinds["CustomResourceDefinition"])
+	assert.Equal(t, 2, kinds["Deployment"], "grove-operator and grove-scheduler")
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		assert.NotZero(t, kinds[k], "config/default has no %s", k)
 	}
@@ -92,5 +97,61 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 	mapper.Reset()
 	for _, o := range objs {
 		require.NoError(t, apply(o, true), "server-side dry-run of %s %s", o.GetKind(), o.GetName())
+	}
+}
+
+// TestDeploymentsReadTheirShippedConfig: each program's Deployment passes --config naming a
+// file of the ConfigMap it mounts, and that ConfigMap carries the shipped configuration file
+// unchanged - a renamed key or mount path would otherwise only show when a pod crash-loops.
+func TestDeploymentsReadTheirShippedConfig(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	require.NoError(t, err)
+	objs := build(t, root+"/config/default")
+	configMaps := map[string]map[string]any{}
+	deployments := map[string]*appsv1.Deployment{}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ConfigMap":
+			data, _, _ := unstructured.NestedMap(o.Object, "data")
+			configMaps[o.GetName()] = data
+		case "Deployment":
+			d := &appsv1.Deployment{}
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, d))
+			deployments[d.Name] = d
+		}
+	}
+	for _, tc := range []struct{ deployment, configMap, shipped string }{
+		{"grove-operator", "grove-operator-config", "config/operator/operator-config.yaml"},
+		{"grove-scheduler", "grove-scheduler-config", "config/scheduler/scheduler-config.yaml"},
+	} {
+		t.Run(tc.deployment, func(t *testing.T) {
+			d := deployments[tc.deployment]
+			require.NotNil(t, d, "config/default has no Deployment %s", tc.deployment)
+			spec := d.Spec.Template.Spec
+			require.Len(t, spec.Containers, 1)
+			var configFile string
+			for _, a := range spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--config="); ok {
+					configFile = v
+				}
+			}
+			require.NotEmpty(t, configFile, "%s passes no --config", tc.deployment)
+			mountedConfigMap := ""
+			for _, m := range spec.Containers[0].VolumeMounts {
+				if filepath.Dir(configFile) != m.MountPath {
+					continue
+				}
+				for _, v := range spec.Volumes {
+					if v.Name == m.Name && v.ConfigMap != nil {
+						mountedConfigMap = v.ConfigMap.Name
+					}
+				}
+			}
+			require.Equal(t, tc.configMap, mountedConfigMap, "the directory of --config=%s is not the mounted ConfigMap", configFile)
+			shipped, err := os.ReadFile(filepath.Join(root, tc.shipped))
+			require.NoError(t, err)
+			assert.Equal(t, string(shipped), configMaps[tc.configMap][filepath.Base(configFile)],
+				"ConfigMap %s key %s is not %s", tc.configMap, filepath.Base(configFile), tc.shipped)
+		})
 	}
 }

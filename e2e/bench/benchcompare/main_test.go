@@ -264,3 +264,38 @@ func TestRenderAndHonesty(t *testing.T) {
 		t.Errorf("RESULTS.md shows a test case that is not compared:\n%s", md)
 	}
 }
+
+// make bench-compare BENCH_COMPARE_ROUNDS=2 leaves two result files per topic and a second
+// gangwatch report per workload: every value is the mean over the rounds, and the header says
+// how many rounds each run had.
+func TestRoundsAreAveraged(t *testing.T) {
+	dir := t.TempDir()
+	const w = "500Nodes_3000Pods_GangsOf4"
+	for i, grove := range []float64{200, 400} {
+		writeJSON(t, filepath.Join(dir, "BenchmarkPerfScheduling_benchmark_compare_2026-11-22T07:0"+string(rune('0'+i))+":00Z.json"), perfdata.DataItems{
+			Version:   "v1",
+			DataItems: []perfdata.DataItem{throughput("Baseline", w, 300, 300), throughput("Grove", w, grove, grove)},
+		})
+	}
+	for _, f := range []string{"gangwatch_x.json", "gangwatch_x_2.json"} {
+		bound := 10.0
+		if f != "gangwatch_x.json" {
+			bound = 20
+		}
+		writeJSON(t, filepath.Join(dir, f), gangwatch.Report{Name: "compare/BenchmarkPerfScheduling/Grove/" + w,
+			ExpectedGangs: 750, WholeGangs: 750, Finished: true, AllGangsBoundSeconds: bound})
+	}
+	r, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := render(r, machine{cores: 2, cpu: "test", date: "d", commit: "c", command: "make bench-compare BENCH_COMPARE_ROUNDS=2"})
+	for _, want := range []string{
+		"compare (2 rounds)",
+		"| Grove | 300.0 (1.00×) | 300.0 (1.00×) | – | 15.0 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("RESULTS.md lacks %q:\n%s", want, out)
+		}
+	}
+}

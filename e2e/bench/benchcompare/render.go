@@ -44,9 +44,13 @@ func render(r *results, m machine) string {
 	fmt.Fprintf(&b, "- date: %s\n", m.date)
 	fmt.Fprintf(&b, "- commit: %s\n", m.commit)
 	fmt.Fprintf(&b, "- command: `%s`\n", m.command)
-	fmt.Fprintf(&b, "- runs (scheduler_perf topics): %s\n\n", strings.Join(r.runs, ", "))
-	b.WriteString("Each cell: the value, then its ratio to the Baseline (kube-scheduler's default profile on the same pods without gangs) " +
-		"of the same run - the same process and Kubernetes version; the mean of that run's Baseline test cases. " +
+	runs := make([]string, len(r.runs))
+	for i, run := range r.runs {
+		runs[i] = fmt.Sprintf("%s (%s)", run, plural(r.rounds[run], "round"))
+	}
+	fmt.Fprintf(&b, "- runs (scheduler_perf topics): %s\n\n", strings.Join(runs, ", "))
+	b.WriteString("Each cell: the value - the mean over the run's rounds - then its ratio to the Baseline (kube-scheduler's default profile " +
+		"on the same pods without gangs) of the same run - the same processes and Kubernetes version; the mean of that run's Baseline test cases. " +
 		"`not run`: the scheduler has no results in this directory; `not supported`: it ran, but not this workload; `–`: not measured.\n\n" +
 		"- pods/s: scheduler_perf's SchedulingThroughput, sampled each second while pods get bound.\n" +
 		"- attempt p99: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, from the start of a pod's last scheduling cycle " +
@@ -163,4 +167,11 @@ func countString(v float64) string {
 		return fmt.Sprintf("%d", int64(v))
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -68,6 +68,9 @@ type key struct{ run, scheduler, workload string }
 type results struct {
 	// runs in the order found, primaryTopic first.
 	runs []string
+	// rounds per run: how many scheduler_perf result files it wrote (make bench-compare
+	// BENCH_COMPARE_ROUNDS); every value is a mean over them.
+	rounds map[string]int
 	// measurements per run, scheduler and workload, one per test case (Baseline and
 	// BaselineAgain are both Baseline).
 	m map[key][]measurement
@@ -78,7 +81,7 @@ type results struct {
 }
 
 func newResults() *results {
-	return &results{m: map[key][]measurement{}, testCases: map[key][]string{}}
+	return &results{m: map[key][]measurement{}, testCases: map[key][]string{}, rounds: map[string]int{}}
 }
 
 func (r *results) addWorkload(w string) {
@@ -145,6 +148,7 @@ func load(dir string) (*results, error) {
 // addPerf adds one run's scheduler_perf data items.
 func (r *results) addPerf(run string, items perfdata.DataItems) error {
 	r.addRun(run)
+	r.rounds[run]++
 	type tcw struct{ testCase, workload string }
 	var order []tcw
 	per := map[tcw]*measurement{}
@@ -318,7 +322,6 @@ func aggregate(ms []measurement) stats {
 				s.unfinished++
 			}
 			s.partial.add(float64(g.PartiallyBoundGangs))
-			s.longestPartial.add(g.LongestPartialSeconds)
 			s.longestPartial.add(g.LongestPartialSeconds)
 			s.inOneRack.add(float64(g.GangsInOneRack))
 			s.gangs.add(float64(g.ExpectedGangs))

@@ -8,7 +8,9 @@ package gangwatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -342,7 +344,8 @@ func (t *tracker) livePodNames() map[string][]string {
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// Write stores the report as dir/gangwatch_<name>.json.
+// Write stores the report as dir/gangwatch_<name>.json, or gangwatch_<name>_<n>.json from the
+// second report of the same name on: a benchmark run in rounds keeps every round's report.
 func (r Report) Write(dir string) error {
 	if dir == "" {
 		return nil
@@ -351,6 +354,20 @@ func (r Report) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	file := filepath.Join(dir, "gangwatch_"+unsafeFileChars.ReplaceAllString(r.Name, "_")+".json")
-	return os.WriteFile(file, append(data, '\n'), 0o644)
+	base := filepath.Join(dir, "gangwatch_"+unsafeFileChars.ReplaceAllString(r.Name, "_"))
+	for n := 1; ; n++ {
+		file := base + ".json"
+		if n > 1 {
+			file = fmt.Sprintf("%s_%d.json", base, n)
+		}
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(append(data, '\n'))
+		return errors.Join(err, f.Close())
+	}
 }

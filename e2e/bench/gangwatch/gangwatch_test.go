@@ -41,6 +41,10 @@ func TestWatcherDeletesCompletedGangs(t *testing.T) {
 	require.NoError(t, r.Write(dir))
 	_, err = os.Stat(filepath.Join(dir, "gangwatch_Contention_500Nodes.json"))
 	assert.NoError(t, err)
+	// A second round's report of the same workload is kept next to the first.
+	require.NoError(t, r.Write(dir))
+	_, err = os.Stat(filepath.Join(dir, "gangwatch_Contention_500Nodes_2.json"))
+	assert.NoError(t, err)
 }
 
 // Stop reports the state the API holds when it is called, even when the watch is still behind:
