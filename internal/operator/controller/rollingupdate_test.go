@@ -93,6 +93,8 @@ type podTracker struct {
 	maxShortPods          map[string]int
 	maxShortGroupReplicas map[string]int
 	maxShortReplicas      int
+	// shortNow is the number of PodCliqueSet replicas short as of the last event.
+	shortNow int
 }
 
 // cliqueInfo is a PodClique at full strength and where it sits.
@@ -171,6 +173,16 @@ func (tr *podTracker) observe(t watch.EventType, p *corev1.Pod) {
 		tr.maxShortGroupReplicas[g] = max(tr.maxShortGroupReplicas[g], len(js))
 	}
 	tr.maxShortReplicas = max(tr.maxShortReplicas, len(shortReplicas))
+	tr.shortNow = len(shortReplicas)
+}
+
+// atFullStrength says whether, as the watch has seen it so far, every PodClique has all its
+// pods ready: the baseline a measurement must start from (an available replica may still
+// have pods above minAvailable coming up).
+func (tr *podTracker) atFullStrength() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.pods) > 0 && tr.shortNow == 0
 }
 
 // reset forgets what was measured so far (the gangs have come up; the update starts now).
@@ -305,6 +317,9 @@ func TestRollingRecreate(t *testing.T) {
 		}
 	}()
 
+	e.eventually(func(c *assert.CollectT) {
+		assert.True(c, tr.atFullStrength(), "every pod ready before the update starts")
+	})
 	tr.reset()
 	changedAt := metav1.Now().Rfc3339Copy()
 	e.update(pcs, func() { relabel(pcs, "v2") })
