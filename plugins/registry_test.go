@@ -69,6 +69,7 @@ profiles:
 	gang := args["Gang"].(*pluginargs.GangArgs)
 	assert.Equal(t, 2*time.Minute, gang.PermitWaitTimeout.Duration, "a set value is kept")
 	assert.Equal(t, 30*time.Second, gang.MaxBackoff.Duration, "an omitted field is defaulted")
+	assert.Equal(t, 30*time.Second, gang.ReservationDelay.Duration, "an omitted field is defaulted")
 	// Enabled plugins without a pluginConfig entry get defaulted args too.
 	require.IsType(t, &pluginargs.TopologyArgs{}, args["Topology"])
 	assert.EqualValues(t, 70, args["Topology"].(*pluginargs.TopologyArgs).PreferredDomainWeight)
@@ -98,6 +99,7 @@ func TestPluginFactoriesRejectInvalidArgs(t *testing.T) {
 		want string
 	}{
 		{"Gang", &pluginargs.GangArgs{PermitWaitTimeout: durationOf(20 * time.Minute), MaxBackoff: durationOf(time.Second)}, "pluginConfig[Gang].args.permitWaitTimeout"},
+		{"Gang", &pluginargs.GangArgs{PermitWaitTimeout: durationOf(time.Minute), MaxBackoff: durationOf(time.Second), ReservationDelay: durationOf(-time.Second)}, "pluginConfig[Gang].args.reservationDelay"},
 		{"Topology", &pluginargs.TopologyArgs{PreferredDomainWeight: 101}, "pluginConfig[Topology].args.preferredDomainWeight"},
 		{"DRA", &pluginargs.DRAArgs{ReservedForLimit: 257}, "pluginConfig[DRA].args.reservedForLimit"},
 	}

@@ -177,7 +177,8 @@ func (e *env) createGangObjectOnly(g gang) {
 // Scenario 4: a 200-pod gang queued between small gangs is placed whole, and small gangs are
 // not blocked by a big gang that does not fit — which is placed once room frees up.
 func TestLargeGangIsNotStarvedAndDoesNotBlockSmallOnes(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	// Reservations (TestStarvingGangGetsNodesReserved) stay out of this scenario.
+	e := newEnv(t, envOptions{reservationDelay: time.Hour})
 	var nodes []node
 	for i := range 8 {
 		nodes = append(nodes, node{name: fmt.Sprintf("n%d", i), cpu: "32"}) // 256 CPU
@@ -211,6 +212,72 @@ func TestLargeGangIsNotStarvedAndDoesNotBlockSmallOnes(t *testing.T) {
 	e.deleteGangPods("big")
 	e.waitBound("big2", 200)
 	e.waitScheduledCondition("big2", metav1.ConditionTrue, "200 of 200 required pods are bound")
+}
+
+// Scenario 4, under a stream: small gangs keep a cluster nearly full, one finishing as the next
+// arrives, so the room a big gang needs never frees at once. Once the big gang has waited
+// GangArgs.ReservationDelay, nodes are reserved for it: the room small gangs free there adds up
+// until the big gang fits. Without the reservation it would wait forever: free room stays at 80
+// of the 150 CPU it needs. The small gangs it held back are placed once it is done.
+func TestStarvingGangGetsNodesReserved(t *testing.T) {
+	e := newEnv(t, envOptions{reservationDelay: 2 * time.Second})
+	var nodes []node
+	for i := range 10 {
+		nodes = append(nodes, node{name: fmt.Sprintf("n%d", i), cpu: "32"}) // 320 CPU
+	}
+	e.addNodes(nodes...)
+	small := func(name string) gang { return gang{name: name, groups: workers(8, "1")} }
+	// 240 of 320 CPU taken by small gangs; big2 needs 150.
+	var running []string
+	for i := range 30 {
+		name := fmt.Sprintf("s%d", i)
+		e.createGang(small(name))
+		running = append(running, name)
+	}
+	for _, name := range running {
+		e.waitBound(name, 8)
+	}
+	e.createGang(gang{name: "big2", groups: workers(150, "1")})
+	e.waitScheduledCondition("big2", metav1.ConditionFalse, "the PodGang needs 150 pods of 1 CPU, 64Mi memory; the nodes it may use fit 80")
+
+	// The stream: each round three small gangs finish and three new ones arrive.
+	arrived := 0
+	round := func() []string {
+		for range 3 {
+			e.deleteGangPods(running[0])
+			running = running[1:]
+		}
+		var names []string
+		for range 3 {
+			name := fmt.Sprintf("s%d", 30+arrived)
+			arrived++
+			e.createGang(small(name))
+			running = append(running, name)
+			names = append(names, name)
+		}
+		return names
+	}
+	// Until the reservation, the new gangs take the freed room (as they would forever without
+	// one).
+	const reservedNote = "nodes are reserved for it"
+	for i := 0; !strings.Contains(e.scheduledMessage("big2"), reservedNote); i++ {
+		require.Less(t, i, 20, "no reservation for big2; its status: %s", e.scheduledMessage("big2"))
+		for _, name := range round() {
+			e.waitBound(name, 8)
+		}
+	}
+	for i := 0; e.placement("big2").total() < 150; i++ {
+		require.Less(t, i, 40, "big2 starved: still %d of 150 bound; its status: %s", e.placement("big2").total(), e.scheduledMessage("big2"))
+		round()
+	}
+	e.waitBound("big2", 150)
+	e.waitScheduledCondition("big2", metav1.ConditionTrue, "150 of 150 required pods are bound")
+
+	// Every small gang is placed once big2 is done.
+	e.deleteGangPods("big2")
+	for _, name := range running {
+		e.waitBound(name, 8)
+	}
 }
 
 // Scenario 5: a gang whose last member cannot be attempted waits at the Permit barrier until
@@ -247,12 +314,17 @@ func TestPermitTimeoutRejectsAllMembersAndTheGangIsRetried(t *testing.T) {
 }
 
 // A member that fits no node rejects every waiting member at once: with a 10-minute Permit
-// timeout, only immediate rejections let the gang fail two attempts within the wait.
+// timeout, only immediate rejections let the gang fail two attempts within the wait. The member
+// needs a pod it must run next to (inter-pod affinity, which the whole-gang pre-check does not
+// judge), so the gang passes the pre-check and its other members are assumed first.
 func TestMemberThatFitsNoNodeRejectsTheWaitingGangAtOnce(t *testing.T) {
 	e := newEnv(t, envOptions{permitTimeout: 10 * time.Minute})
 	nodes := e.addNodes(node{name: "n1", cpu: "8"}, node{name: "n2", cpu: "8"})
 	picky := group{name: "zpicky", min: 1, replicas: 1, cpu: "1", pod: func(p *v1.Pod) {
-		p.Spec.NodeSelector = map[string]string{"example.com/pool": "gpu"}
+		p.Spec.Affinity = &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "anchor"}},
+			TopologyKey:   v1.LabelHostname,
+		}}}}
 	}}
 	e.createGang(gang{name: "nofit", groups: []group{{name: "workers", min: 3, replicas: 3, cpu: "1"}, picky}})
 	e.waitScheduledMessage("nofit", metav1.ConditionFalse, "a second failed attempt", func(msg string) bool {
@@ -260,13 +332,16 @@ func TestMemberThatFitsNoNodeRejectsTheWaitingGangAtOnce(t *testing.T) {
 	})
 	assert.Equal(t, 0, e.placement("nofit").total())
 
-	// Once a node matches, the gang is placed whole.
-	n, err := e.admin.CoreV1().Nodes().Get(e.ctx, nodes[1], metav1.GetOptions{})
-	require.NoError(t, err)
-	n.Labels["example.com/pool"] = "gpu"
-	_, err = e.admin.CoreV1().Nodes().Update(e.ctx, n, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	// Once the pod it must run next to is on a node, the gang is placed whole.
+	anchor := e.memberPod(gang{name: "anchor"}, group{name: "x", cpu: "100m"}, 0)
+	anchor.Name, anchor.Labels, anchor.Spec.NodeName = "anchor", map[string]string{"app": "anchor"}, nodes[1]
+	e.createPods([]*v1.Pod{anchor})
 	e.waitBound("nofit", 4)
+	for _, pod := range e.pods("nofit") {
+		if pod.Name == "nofit-zpicky-0" {
+			assert.Equal(t, nodes[1], pod.Spec.NodeName, "next to its anchor")
+		}
+	}
 }
 
 // Scenario 7: pods outside gangs on grove-scheduler schedule as with kube-scheduler, next to a

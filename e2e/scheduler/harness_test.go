@@ -58,6 +58,8 @@ const (
 type envOptions struct {
 	// permitTimeout and maxBackoff set GangArgs (short defaults keep tests fast).
 	permitTimeout, maxBackoff time.Duration
+	// reservationDelay sets GangArgs.ReservationDelay; 0 keeps the shipped value.
+	reservationDelay time.Duration
 	// withoutGrovePlugins runs kube-scheduler's default profile: a control that proves the
 	// binding checker catches what the gang plugin prevents.
 	withoutGrovePlugins bool
@@ -175,6 +177,9 @@ func (e *env) schedulerConfig() *schedconfig.KubeSchedulerConfiguration {
 		if args, ok := pc.Args.(*pluginargs.GangArgs); ok {
 			args.PermitWaitTimeout.Duration = e.opts.permitTimeout
 			args.MaxBackoff.Duration = e.opts.maxBackoff
+			if e.opts.reservationDelay != 0 {
+				args.ReservationDelay.Duration = e.opts.reservationDelay
+			}
 		}
 		if args, ok := pc.Args.(*pluginargs.DRAArgs); ok && e.opts.reservedForLimit > 0 {
 			args.ReservedForLimit = e.opts.reservedForLimit
@@ -271,6 +276,7 @@ type node struct {
 	name   string
 	cpu    string
 	labels map[string]string
+	taints []v1.Taint
 }
 
 // addNodes creates the nodes (names get the namespace as prefix) and returns their names.
@@ -289,6 +295,7 @@ func (e *env) addNodes(nodes ...node) []string {
 		}
 		_, err := e.admin.CoreV1().Nodes().Create(e.ctx, &v1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Spec:       v1.NodeSpec{Taints: n.taints},
 			Status: v1.NodeStatus{
 				Capacity: capacity, Allocatable: capacity, Phase: v1.NodeRunning,
 				Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
@@ -488,6 +495,15 @@ func (e *env) waitScheduledMessage(name string, status metav1.ConditionStatus, w
 		return cond.Status == status && matches(cond.Message), fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
 	})
 	return cond
+}
+
+// scheduledMessage is the PodGang's Scheduled condition, for failure messages.
+func (e *env) scheduledMessage(name string) string {
+	cond := apimeta.FindStatusCondition(e.podGang(name).Status.Conditions, v1alpha1.PodGangConditionScheduled)
+	if cond == nil {
+		return "no Scheduled condition"
+	}
+	return fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
 }
 
 // failedAttempts reads the attempt count of a "attempt N failed: ..." message (0 if none).

@@ -182,3 +182,55 @@ func TestTopology(t *testing.T) {
 		require.Len(t, events, 1)
 	})
 }
+
+// PodGroups of one gang often run on different node pools — a router on CPU nodes, workers on
+// tainted GPU nodes. The whole-gang checks count each PodGroup only on the nodes it may use.
+// Judged by one member's rules the gangs below would never fit, whichever member comes first:
+// the workers do not fit the CPU nodes, and the GPU nodes have room for the workers only.
+func TestPodGroupsOnDifferentNodePools(t *testing.T) {
+	const poolKey = "example.com/pool"
+	gpuTaint := v1.Taint{Key: "example.com/gpu", Effect: v1.TaintEffectNoSchedule}
+	pool := func(name, cpu, rackValue, p string) node {
+		n := node{name: name, cpu: cpu, labels: map[string]string{rackKey: rackValue, poolKey: p}}
+		if p == "gpu" {
+			n.taints = []v1.Taint{gpuTaint}
+		}
+		return n
+	}
+	groups := func() []group {
+		return []group{
+			{name: "router", min: 1, replicas: 1, cpu: "1", pod: func(p *v1.Pod) {
+				p.Spec.NodeSelector = map[string]string{poolKey: "cpu"}
+			}},
+			{name: "worker", min: 4, replicas: 4, cpu: "4", pod: func(p *v1.Pod) {
+				p.Spec.NodeSelector = map[string]string{poolKey: "gpu"}
+				p.Spec.Tolerations = []v1.Toleration{{Key: gpuTaint.Key, Operator: v1.TolerationOpExists}}
+			}},
+		}
+	}
+	e := newEnv(t, envOptions{})
+	// r1 is the tightest rack by CPU but has no CPU node for the router; r2 holds the gang,
+	// its GPU nodes exactly the workers.
+	// c4 is in no rack: room for routers of gangs without a pack constraint.
+	e.addNodes(pool("g1", "8", "r1", "gpu"), pool("g2", "8", "r1", "gpu"),
+		pool("c3", "2", "r2", "cpu"), pool("g3", "8", "r2", "gpu"), pool("g4", "8", "r2", "gpu"),
+		node{name: "c4", cpu: "2", labels: map[string]string{poolKey: "cpu"}})
+	e.createGang(gang{name: "packed", constraint: required(rackKey), groups: groups()})
+	onlyOn(t, e.waitBound("packed", 5), e.nodesWithLabel(rackKey, "r2"), "packed")
+	e.waitScheduledCondition("packed", metav1.ConditionTrue, "5 of 5 required pods are bound")
+
+	// Without a pack constraint the gang plugin's own pre-check decides: r1's GPU nodes hold
+	// the workers, a CPU node the router.
+	e.createGang(gang{name: "loose", groups: groups()})
+	p := e.waitBound("loose", 5)
+	assert.Equal(t, map[string]int{"router": 1, "worker": 4}, p.bound)
+
+	// A PodGroup no node admits leaves the gang whole-pending, saying so before any member is
+	// assumed.
+	e.createGang(gang{name: "nopool", groups: []group{{name: "router", min: 1, replicas: 1, cpu: "1"},
+		{name: "worker", min: 1, replicas: 1, cpu: "1", pod: func(p *v1.Pod) {
+			p.Spec.NodeSelector = map[string]string{poolKey: "tpu"}
+		}}}})
+	e.waitScheduledCondition("nopool", metav1.ConditionFalse, "the PodGang needs 2 pods of 1 CPU, 64Mi memory; the nodes it may use fit 1")
+	assert.Equal(t, 0, e.placement("nopool").total())
+}

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -27,7 +28,6 @@ import (
 	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
 	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
-	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -58,6 +58,7 @@ var (
 	_ fwk.QueueSortPlugin   = &Plugin{}
 	_ fwk.PreEnqueuePlugin  = &Plugin{}
 	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.ReservePlugin     = &Plugin{}
 	_ fwk.PermitPlugin      = &Plugin{}
@@ -262,7 +263,9 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
 	case ledger.Proceed:
 		if v.FirstOfAttempt {
-			if reason := p.wholeGangFits(pod, key, group, g.Quorum, nodeInfos); reason != "" {
+			if reason := p.wholeGangFits(pod, key, g.Quorum, nodeInfos); reason != "" {
+				reason += p.reserveIfStarving(pod, key, g, nodeInfos)
+				p.gangs.SetScout(key, pod.UID)
 				p.unplaceable(key, reason)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			}
@@ -272,37 +275,38 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	return nil, nil
 }
 
-// wholeGangFits returns why the gang's remaining quorum cannot fit the nodes, or "".
-func (p *Plugin) wholeGangFits(pod *v1.Pod, key, group string, q ledger.Quorum, nodeInfos []fwk.NodeInfo) string {
-	remaining := q.Remaining()
-	var demands capacity.Demands
-	for _, gs := range q {
-		n := remaining[gs.Name]
-		if n == 0 {
-			continue
-		}
-		shape, ok := p.gangs.Shape(key, gs.Name)
-		if gs.Name == group || !ok {
-			shape = capacity.PodShape(pod)
-		}
-		demands = append(demands, capacity.Demand{Group: gs.Name, Shape: shape, Count: int64(n)})
-	}
+// wholeGangFits returns why the gang's remaining quorum cannot fit the nodes, or "". Each
+// PodGroup counts only the nodes its members may use (a CPU router and tainted GPU workers do
+// not share nodes).
+// Nodes reserved for another, starving gang are not counted.
+func (p *Plugin) wholeGangFits(pod *v1.Pod, key string, q ledger.Quorum, nodeInfos []fwk.NodeInfo) string {
+	demands, classes := p.gangs.Demands(key, pod, q.Names(), q.Remaining())
+	r, prio, now := p.gangs.Reservation(), corev1helpers.PodPriority(pod), time.Now()
 	// Nodes are looked at only until the gang fits: in a cluster with room, a handful.
-	eligible := nodes.EligibilityFor(pod)
 	fitter := capacity.NewFitter(demands)
+	reserved := 0
 	for _, ni := range nodeInfos {
 		if fitter.Done() {
 			return ""
 		}
-		if eligible(ni.Node()) {
+		node := ni.Node()
+		if r.Excludes(key, prio, node.Name, now) {
+			reserved++
+			continue
+		}
+		if allowed := classes.Allowed(node); allowed != 0 {
 			free := capacity.NodeFree(ni)
-			fitter.Offer(&free)
+			fitter.Offer(&free, allowed)
 		}
 	}
 	if fitter.Done() {
 		return ""
 	}
-	return fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, fitter.Placed())
+	reason := fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, fitter.Placed())
+	if reserved > 0 {
+		reason += fmt.Sprintf(" (%d nodes are reserved for PodGang %s, which waits longer)", reserved, r.Key)
+	}
+	return reason
 }
 
 // PreFilterExtensions is not needed: the gang check does not depend on single pods.
@@ -320,29 +324,37 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	if !found {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	why := p.whyNoNode(pod, s.group, statuses)
+	why, noDomain := p.whyNoNode(pod, s.group, statuses)
 	if f := p.ledger.NoNode(s.key, s.group, s.epoch, g.Quorum, why); f != nil {
 		p.abandon(s.key, f)
 	} else if g.Quorum.Assumed() == 0 {
+		if noDomain {
+			// No domain has room for the gang: as short of room as a gang the pre-check
+			// turned away.
+			if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
+				why += p.reserveIfStarving(pod, s.key, g, all)
+			}
+			p.gangs.SetScout(s.key, pod.UID)
+		}
 		p.unplaceable(s.key, why)
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable, why)
 }
 
 // whyNoNode phrases a member's failure in gang terms. A topology plugin rejection in PreFilter
-// is already about the whole gang and is passed on as it is.
-func (p *Plugin) whyNoNode(pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) string {
+// is already about the whole gang and is passed on as it is; noDomain tells it apart.
+func (p *Plugin) whyNoNode(pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) (why string, noDomain bool) {
 	var st *fwk.Status
 	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil && len(all) > 0 {
 		st = statuses.Get(all[0].Node().Name)
 	}
 	if st == nil || len(st.Reasons()) == 0 {
-		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group)
+		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group), false
 	}
 	if st.Plugin() == pluginargs.TopologyPluginName {
-		return st.Message()
+		return st.Message(), true
 	}
-	return fmt.Sprintf("pod %s of PodGroup %q fits no node (first node: %s)", pod.Name, group, st.Message())
+	return fmt.Sprintf("pod %s of PodGroup %q fits no node (first node: %s)", pod.Name, group, st.Message()), false
 }
 
 // Reserve counts the member as holding its node. The first member of an attempt pulls the
@@ -397,6 +409,8 @@ func (p *Plugin) Permit(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ 
 	v := p.ledger.Permit(s.key, pod.UID, s.epoch, g.Quorum)
 	switch v.Kind {
 	case ledger.Allow:
+		p.release(s.key)
+		p.gangs.ClearScout(s.key)
 		for _, uid := range v.Release {
 			if wp := p.handle.GetWaitingPod(uid); wp != nil {
 				wp.Allow(Name)
@@ -504,6 +518,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 			}
 		}
 		p.queueTimes.remove(key)
+		p.release(key)
 		p.status.enqueue(key)
 	case gangcache.MembersChanged:
 		p.status.enqueue(key)
@@ -523,13 +538,13 @@ func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint
 }
 
 // unlessBackingOff requeues a gang member unless its gang backs off (the back-off timer brings
-// it back).
+// it back) or another member scouts for the gang (gangcache.SetScout).
 func (p *Plugin) unlessBackingOff(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
 	key, _, ok := gangcache.GangKey(pod)
 	if !ok {
 		return fwk.Queue, nil
 	}
-	if _, _, backingOff := p.ledger.BackingOff(key); backingOff {
+	if _, _, backingOff := p.ledger.BackingOff(key); backingOff || !p.gangs.Requeue(pod) {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil

@@ -12,11 +12,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -25,7 +27,6 @@ import (
 	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
 	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
-	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -183,35 +184,33 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	}
 	p.mu.Unlock()
 
-	demand := map[string]capacity.Demand{}
-	for group, n := range g.Quorum.Remaining() {
-		if n > 0 {
-			demand[group] = capacity.Demand{Group: group, Count: int64(n)}
-		}
-	}
-	if demand[group].Count == 0 {
+	count := g.Quorum.Remaining()
+	if count[group] == 0 {
 		// The gang's quorum has nodes: place this extra member alone, next to its gang.
-		demand[group] = capacity.Demand{Group: group, Count: 1}
+		count[group] = 1
 	}
-	for name, d := range demand {
-		shape, ok := p.gangs.Shape(key, name)
-		if name == group || !ok {
-			shape = capacity.PodShape(pod)
-		}
-		d.Shape = shape
-		demand[name] = d
+	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), count)
+	demand := make(map[string]capacity.Demand, len(demands))
+	for _, d := range demands {
+		demand[d.Group] = d
 	}
-	eligible := nodes.EligibilityFor(pod)
 	// The DRA plugin keeps the choice to domains that offer the gang's devices and pins it to
 	// where devices its members share already are.
 	devices := p.gangs.DeviceAdvice(key, g, pod, nodeInfos)
+	// Nodes reserved for a starving gang that outranks this one are not for it.
+	reservation, prio, now := p.gangs.Reservation(), corev1helpers.PodPriority(pod), time.Now()
 	candidates := make([]topology.Node, len(nodeInfos))
 	for i, ni := range nodeInfos {
 		node := ni.Node()
 		candidates[i] = topology.Node{Name: node.Name, Labels: node.Labels}
-		if eligible(node) && (devices.Usable == nil || devices.Usable[node.Name]) {
+		allowed := classes.Allowed(node)
+		if devices.Usable != nil && !devices.Usable[node.Name] || reservation.Excludes(key, prio, node.Name, now) {
+			allowed = 0
+		}
+		if allowed != 0 {
 			candidates[i].Free = capacity.NodeFree(ni)
 		}
+		candidates[i].Excluded = ^allowed
 	}
 	held := p.gangs.HeldNodes(key)
 	if held == nil {
@@ -306,15 +305,16 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A deleted pod frees room in its domain.
-		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: gangMembersOnly},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.gangMembersOnly},
 		// A new node, or one that gained room, labels or lost taints, may complete a domain.
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: gangMembersOnly},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: p.gangMembersOnly},
 	}, nil
 }
 
-// gangMembersOnly requeues members (the only pods this plugin rejects).
-func gangMembersOnly(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
-	if _, _, ok := gangcache.GangKey(pod); ok {
+// gangMembersOnly requeues members (the only pods this plugin rejects), unless another member
+// scouts for the gang (gangcache.SetScout).
+func (p *Plugin) gangMembersOnly(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if _, _, ok := gangcache.GangKey(pod); ok && p.gangs.Requeue(pod) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil

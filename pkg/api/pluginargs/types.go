@@ -21,6 +21,11 @@ type GangArgs struct {
 	PermitWaitTimeout metav1.Duration
 	// MaxBackoff caps the back-off of a gang that failed to place.
 	MaxBackoff metav1.Duration
+	// ReservationDelay is how long a gang the cluster could hold stays unplaceable for lack of
+	// free room before the nodes it needs are reserved for it: gangs of the same or a lower
+	// priority may then not use them, so freed room adds up until it fits. 0 turns
+	// reservations off.
+	ReservationDelay metav1.Duration
 }
 
 // +kubebuilder:object:root=true

@@ -16,6 +16,9 @@ func ValidateGangArgs(path *field.Path, a *GangArgs) error {
 	if a.MaxBackoff.Duration <= 0 {
 		errs = append(errs, field.Invalid(path.Child("maxBackoff"), a.MaxBackoff.String(), "must be positive"))
 	}
+	if a.ReservationDelay.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("reservationDelay"), a.ReservationDelay.String(), "must not be negative (0s turns reservations off)"))
+	}
 	return errs.ToAggregate()
 }
 

@@ -177,12 +177,45 @@ func NodeFree(ni fwk.NodeInfo) Resources {
 	return free
 }
 
+// NodeAllocatable is what the node holds when empty: what NodeFree would be without any pod.
+func NodeAllocatable(ni fwk.NodeInfo) Resources {
+	alloc := ni.GetAllocatable()
+	r := Resources{MilliCPU: alloc.GetMilliCPU(), Memory: alloc.GetMemory(), EphemeralStorage: alloc.GetEphemeralStorage(),
+		Pods: int64(alloc.GetAllowedPodNumber())}
+	if scalars := alloc.GetScalarResources(); len(scalars) > 0 {
+		r.Scalar = make(map[v1.ResourceName]int64, len(scalars))
+		for name, v := range scalars {
+			r.Scalar[name] = v
+		}
+	}
+	return r
+}
+
 // Demand is Count pods of one Shape, typically the still unplaced members of one PodGroup.
 type Demand struct {
 	Group string
 	Shape Resources
 	Count int64
+	// Class is the demand's eligibility class: the PodGroups of a gang whose pods may run on
+	// the same nodes share one. A node is offered to the classes its Mask admits.
+	Class int
 }
+
+// MaxClasses is how many eligibility classes a Mask tells apart; classes beyond the last one
+// share it.
+const MaxClasses = 64
+
+// Mask is a set of eligibility classes: the demands that may use a node.
+type Mask uint64
+
+// AnyClass admits every demand.
+const AnyClass = ^Mask(0)
+
+// ClassMask is the mask of one class.
+func ClassMask(class int) Mask { return 1 << uint(min(max(class, 0), MaxClasses-1)) }
+
+// Admits reports whether demands of class may use a node with this mask.
+func (m Mask) Admits(class int) bool { return m&ClassMask(class) != 0 }
 
 // Demands is what a gang (or a part of it) still needs placed.
 type Demands []Demand
@@ -196,16 +229,16 @@ func (d Demands) Total() int64 {
 	return n
 }
 
-// Largest is the biggest shape demanded (zero Resources when nothing is).
-func (d Demands) Largest() Resources {
-	var best Resources
+// Largest is the demand of the biggest shape (a zero Demand when nothing is demanded).
+func (d Demands) Largest() Demand {
+	var best Demand
 	found := false
 	for _, x := range d {
 		if x.Count == 0 {
 			continue
 		}
-		if !found || bigger(x.Shape, best) {
-			best, found = x.Shape, true
+		if !found || bigger(x.Shape, best.Shape) {
+			best, found = x, true
 		}
 	}
 	return best
@@ -282,11 +315,12 @@ func NewFitter(demands Demands) *Fitter {
 	return f
 }
 
-// Offer places on a node what fits there and takes it from free.
-func (f *Fitter) Offer(free *Resources) {
+// Offer places on a node what fits there, for the demands whose class allowed admits, and
+// takes it from free.
+func (f *Fitter) Offer(free *Resources, allowed Mask) {
 	for _, i := range f.order {
 		want := f.demands[i].Count - f.placed[i]
-		if want == 0 {
+		if want == 0 || !allowed.Admits(f.demands[i].Class) {
 			continue
 		}
 		if k := min(want, free.FitCount(f.demands[i].Shape)); k > 0 {
@@ -303,25 +337,36 @@ func (f *Fitter) Done() bool { return f.remaining == 0 }
 // Placed is how many pods were placed in total.
 func (f *Fitter) Placed() int64 { return f.demands.Total() - f.remaining }
 
-// Place fits the demands into free, node by node, and subtracts what it places. It returns how
-// many pods of each demand it placed, in the order of demands.
-func Place(free []Resources, demands Demands) []int64 {
+// Place fits the demands into free, node by node, and subtracts what it places; allowed[i]
+// (AnyClass when allowed is nil) is the mask of node i. It returns how many pods of each demand
+// it placed, in the order of demands.
+func Place(free []Resources, allowed []Mask, demands Demands) []int64 {
 	f := NewFitter(demands)
 	for i := range free {
 		if f.Done() {
 			break
 		}
-		f.Offer(&free[i])
+		f.Offer(&free[i], maskAt(allowed, i))
 	}
 	return f.placed
 }
 
-// Spare is how many more pods of shape fit into free: the slack left in a domain once a gang is
-// placed there. The tightest domain (least spare) is the best fit.
-func Spare(free []Resources, shape Resources) int64 {
+func maskAt(allowed []Mask, i int) Mask {
+	if allowed == nil {
+		return AnyClass
+	}
+	return allowed[i]
+}
+
+// Spare is how many more pods of shape fit into free, on nodes whose mask admits class: the
+// slack left in a domain once a gang is placed there. The tightest domain (least spare) is the
+// best fit.
+func Spare(free []Resources, allowed []Mask, shape Resources, class int) int64 {
 	var n int64
 	for i := range free {
-		n += free[i].FitCount(shape)
+		if maskAt(allowed, i).Admits(class) {
+			n += free[i].FitCount(shape)
+		}
 	}
 	return n
 }

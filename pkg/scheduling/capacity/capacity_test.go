@@ -44,9 +44,10 @@ func TestPlacePacksBiggestShapesFirstAndSubtracts(t *testing.T) {
 	cases := []struct {
 		name       string
 		free       []Resources
+		allowed    []Mask // nil: every node admits every class
 		demands    Demands
 		wantPlaced []int64
-		wantSpare  int64 // pods of 1 CPU still fitting afterwards
+		wantSpare  int64 // pods of 1 CPU of class 0 still fitting afterwards
 	}{
 		{
 			name:       "fits exactly",
@@ -73,6 +74,27 @@ func TestPlacePacksBiggestShapesFirstAndSubtracts(t *testing.T) {
 			wantSpare:  0,
 		},
 		{
+			// A CPU router and GPU workers: the workers' class may not use the CPU node,
+			// however much room it has, and the router's may not use the GPU nodes.
+			name:    "each class only on the nodes that admit it",
+			free:    []Resources{node(16000, 110), node(4000, 110), node(4000, 110)},
+			allowed: []Mask{ClassMask(0), ClassMask(1), ClassMask(1)},
+			demands: Demands{
+				{Group: "router", Shape: cpu(1000), Count: 1, Class: 0},
+				{Group: "worker", Shape: cpu(2000), Count: 6, Class: 1},
+			},
+			wantPlaced: []int64{1, 4},
+			wantSpare:  15,
+		},
+		{
+			name:       "a node admitting no class is not used",
+			free:       []Resources{node(4000, 110), node(4000, 110)},
+			allowed:    []Mask{0, AnyClass},
+			demands:    Demands{{Group: "a", Shape: cpu(1000), Count: 6}},
+			wantPlaced: []int64{4},
+			wantSpare:  0,
+		},
+		{
 			name:       "nothing demanded",
 			free:       []Resources{node(4000, 110)},
 			demands:    Demands{{Group: "a", Shape: cpu(1000), Count: 0}},
@@ -82,9 +104,9 @@ func TestPlacePacksBiggestShapesFirstAndSubtracts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			placed := Place(tc.free, tc.demands)
+			placed := Place(tc.free, tc.allowed, tc.demands)
 			assert.Equal(t, tc.wantPlaced, placed)
-			assert.Equal(t, tc.wantSpare, Spare(tc.free, cpu(1000)))
+			assert.Equal(t, tc.wantSpare, Spare(tc.free, tc.allowed, cpu(1000), 0))
 		})
 	}
 }
@@ -143,11 +165,21 @@ func TestFitterIsDoneAsSoonAsTheDemandFits(t *testing.T) {
 			break
 		}
 		looked++
-		f.Offer(&nodes[i])
+		f.Offer(&nodes[i], AnyClass)
 	}
 	assert.True(t, f.Done())
 	assert.Equal(t, 2, looked, "6 pods of 1 CPU need two 4-CPU nodes, not four")
 	assert.Equal(t, int64(6), f.Placed())
 	assert.Equal(t, int64(2000), nodes[1].MilliCPU, "what was placed is taken from the node")
 	assert.Equal(t, int64(4000), nodes[2].MilliCPU)
+}
+
+func TestMaskClasses(t *testing.T) {
+	assert.True(t, AnyClass.Admits(0))
+	assert.True(t, AnyClass.Admits(MaxClasses+5))
+	assert.False(t, Mask(0).Admits(0))
+	m := ClassMask(0) | ClassMask(3)
+	assert.True(t, m.Admits(3))
+	assert.False(t, m.Admits(1))
+	assert.Equal(t, ClassMask(MaxClasses-1), ClassMask(MaxClasses+7), "classes beyond the last share it")
 }

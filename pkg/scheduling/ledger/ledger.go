@@ -50,6 +50,8 @@ type gang struct {
 	// reason is why the gang is not placed ("" once it is); lastEvent when it was last told.
 	reason    string
 	lastEvent time.Time
+	// unplaceableSince is when the gang was first found unplaceable since it was last placed.
+	unplaceableSince time.Time
 }
 
 // New returns an empty ledger.
@@ -174,6 +176,7 @@ func (l *Ledger) Permit(key string, uid types.UID, epoch uint64, q Quorum) Permi
 	g.failures = 0
 	g.reason = ""
 	g.lastEvent = time.Time{}
+	g.unplaceableSince = time.Time{}
 	return v
 }
 
@@ -256,6 +259,9 @@ func (l *Ledger) Unplaceable(key, reason string) (tell bool) {
 	g := l.get(key)
 	g.reason = reason
 	now := l.clock.Now()
+	if g.unplaceableSince.IsZero() {
+		g.unplaceableSince = now
+	}
 	if g.lastEvent.IsZero() || now.Sub(g.lastEvent) >= l.policy.EventInterval {
 		g.lastEvent = now
 		return true
@@ -283,6 +289,17 @@ func (l *Ledger) Reason(key string) string {
 		return g.reason
 	}
 	return ""
+}
+
+// UnplaceableSince is when the gang was first found unplaceable since it was last placed (zero
+// if it was not).
+func (l *Ledger) UnplaceableSince(key string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g := l.gangs[key]; g != nil {
+		return g.unplaceableSince
+	}
+	return time.Time{}
 }
 
 // LastFailure is when the gang last abandoned an attempt (zero if never). Queue order uses it so

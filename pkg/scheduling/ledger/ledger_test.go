@@ -191,6 +191,21 @@ func TestUnplaceableIsToldOncePerInterval(t *testing.T) {
 	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 4"))
 }
 
+func TestUnplaceableSinceCountsFromTheFirstFailureUntilPlaced(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	l := New(clk, policy)
+	assert.True(t, l.UnplaceableSince("g").IsZero())
+	start := clk.Now()
+	l.Unplaceable("g", "needs 8 pods; fits 6")
+	clk.SetTime(start.Add(time.Minute))
+	l.Unplaceable("g", "needs 8 pods; fits 7")
+	assert.Equal(t, start, l.UnplaceableSince("g"), "later failures do not restart the count")
+
+	v := l.Admit("g", "a", "b", gangOf(2, 2, 0, 1, 0, 0))
+	require.Equal(t, Allow, l.Permit("g", "a", v.Epoch, gangOf(2, 2, 0, 1, 1, 0)).Kind)
+	assert.True(t, l.UnplaceableSince("g").IsZero(), "placed")
+}
+
 func TestForgetReturnsWaitingMembers(t *testing.T) {
 	l := New(clocktesting.NewFakePassiveClock(time.Now()), policy)
 	v := l.Admit("g", "a-1", "a", gangOf(2, 0, 0, 1, 0, 0))

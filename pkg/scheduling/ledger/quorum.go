@@ -81,6 +81,15 @@ func (q Quorum) Assumed() int32 {
 	return n
 }
 
+// Names lists the PodGroups in the PodGang's order.
+func (q Quorum) Names() []string {
+	out := make([]string, len(q))
+	for i, g := range q {
+		out[i] = g.Name
+	}
+	return out
+}
+
 // Remaining is, per PodGroup, how many more members need a node to reach the quorum.
 func (q Quorum) Remaining() map[string]int32 {
 	out := make(map[string]int32, len(q))

@@ -16,6 +16,8 @@ type Node struct {
 	Name   string
 	Labels map[string]string
 	Free   capacity.Resources
+	// Excluded are the eligibility classes (capacity.Demand.Class) whose pods may not run here.
+	Excluded capacity.Mask
 }
 
 // Input is one planning question: where can the gang's remaining members go?
@@ -294,7 +296,7 @@ func (p *planner) fitInside(s *Set, w work, rec *record) (int64, *Unfit) {
 		return placed, nil
 	}
 	var got int64
-	for _, n := range capacity.Place(w.free, direct) {
+	for _, n := range capacity.Place(w.free, p.allowed(w), direct) {
 		got += n
 	}
 	placed += got
@@ -317,7 +319,7 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 	if pinned != "" {
 		values = []string{pinned}
 	}
-	shape := p.demand[s.ID].Largest()
+	largest := p.demand[s.ID].Largest()
 	bestValue, bestSpare, found := "", int64(math.MaxInt64), false
 	mostValue, mostPlaced := "", int64(-1)
 	var mostUnfit *Unfit
@@ -330,7 +332,7 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		if unfit != nil {
 			continue
 		}
-		if spare := capacity.Spare(candidate.free, shape); spare < bestSpare {
+		if spare := capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class); spare < bestSpare {
 			bestValue, bestSpare, found = v, spare, true
 		}
 	}
@@ -364,6 +366,23 @@ func (p *planner) choosePreferred(s *Set, w work, rec *record) {
 		return
 	}
 	rec.preferred[s.ID] = Choice{Key: s.Preferred, Value: value}
+}
+
+// allowed is the mask of every node of w; nil when no node excludes a class.
+func (p *planner) allowed(w work) []capacity.Mask {
+	var masks []capacity.Mask
+	for pos, i := range w.idx {
+		if ex := p.in.Nodes[i].Excluded; ex != 0 && masks == nil {
+			masks = make([]capacity.Mask, len(w.idx))
+			for j := range masks {
+				masks[j] = capacity.AnyClass
+			}
+			masks[pos] = ^ex
+		} else if masks != nil {
+			masks[pos] = ^ex
+		}
+	}
+	return masks
 }
 
 func (p *planner) nodeNames(w work) sets.Set[string] {

@@ -44,6 +44,14 @@ func cluster(racks map[string][]int64) []Node {
 	return nodes
 }
 
+// withExcluded sets the excluded classes of the named nodes.
+func withExcluded(nodes []Node, excluded map[string]capacity.Mask) []Node {
+	for i := range nodes {
+		nodes[i].Excluded = excluded[nodes[i].Name]
+	}
+	return nodes
+}
+
 func cores(n int64) capacity.Resources { return capacity.Resources{MilliCPU: n * 1000, Pods: 1} }
 
 func names(s sets.Set[string]) []string { return sets.List(s) }
@@ -118,6 +126,35 @@ func TestChooseRequiredDomain(t *testing.T) {
 			nodes:  cluster(map[string][]int64{"a1": {2, 2}, "a2": {8}}),
 			demand: map[string]capacity.Demand{"w": {Group: "w", Shape: cores(2), Count: 2}, "router": {Group: "router", Shape: cores(1), Count: 1}},
 			want:   want{rack: "a1", allowed: []string{"a1-0", "a1-1"}},
+		},
+		{
+			// Rack a1 is the tightest fit by room, but only on GPU nodes the router may not use; a2 holds
+			// the router on its CPU node and the workers on its GPU nodes.
+			name: "each PodGroup counts only the nodes its pods may use",
+			spec: v1alpha1.PodGangSpec{TopologyConstraint: required(rackKey),
+				PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: 4}, {Name: "router", MinReplicas: 1}}},
+			nodes: withExcluded(cluster(map[string][]int64{"a1": {16, 16, 16}, "a2": {2, 32, 32}}), map[string]capacity.Mask{
+				"a1-0": capacity.ClassMask(0), "a1-1": capacity.ClassMask(0), "a1-2": capacity.ClassMask(0),
+				"a2-0": capacity.ClassMask(1), "a2-1": capacity.ClassMask(0), "a2-2": capacity.ClassMask(0),
+			}),
+			demand: map[string]capacity.Demand{
+				"w":      {Group: "w", Shape: cores(4), Count: 4, Class: 1},
+				"router": {Group: "router", Shape: cores(1), Count: 1, Class: 0},
+			},
+			want: want{rack: "a2", allowed: []string{"a2-0", "a2-1", "a2-2"}},
+		},
+		{
+			name: "a PodGroup no node of any rack admits leaves the gang pending",
+			spec: v1alpha1.PodGangSpec{TopologyConstraint: required(rackKey),
+				PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: 2}, {Name: "router", MinReplicas: 1}}},
+			nodes: withExcluded(cluster(map[string][]int64{"a1": {16, 16}}), map[string]capacity.Mask{
+				"a1-0": capacity.ClassMask(0), "a1-1": capacity.ClassMask(0),
+			}),
+			demand: map[string]capacity.Demand{
+				"w":      {Group: "w", Shape: cores(4), Count: 2, Class: 1},
+				"router": {Group: "router", Shape: cores(1), Count: 1, Class: 0},
+			},
+			want: want{unfit: `the PodGang needs 3 pods (2 of 4 CPU; 1 of 1 CPU) within one rack (topology.kubernetes.io/rack); the best rack, "a1", fits 2`},
 		},
 		{
 			name:   "plain shortage without keys",

@@ -15,6 +15,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
 	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 
 // GangKey names a pod's PodGang as "<namespace>/<name>" and returns its PodGroup; ok is false
@@ -84,9 +85,22 @@ type member struct {
 
 type groupCounts struct {
 	present, assumed, bound, running int32
-	// shape is the request of the group's members (they share a pod template).
-	shape    capacity.Resources
-	hasShape bool
+	// template is what the group's members ask of a node (they share a pod template).
+	template    Template
+	hasTemplate bool
+}
+
+// Template is what every member of a PodGroup asks of a node.
+type Template struct {
+	// Shape is one member's resource request.
+	Shape capacity.Resources
+	// Rules are its hard node rules.
+	Rules nodes.Rules
+}
+
+// TemplateOf is pod's Template.
+func TemplateOf(pod *v1.Pod) Template {
+	return Template{Shape: capacity.PodShape(pod), Rules: nodes.RulesOf(pod)}
 }
 
 type entry struct {
@@ -94,6 +108,9 @@ type entry struct {
 	members       map[types.UID]*member
 	groups        map[string]*groupCounts
 	quorumPresent bool
+	// scout is the member that found the gang unplaceable; "" when none did since it was
+	// last placed.
+	scout types.UID
 }
 
 // Cache holds the gangs. Its methods are safe for concurrent use.
@@ -102,6 +119,7 @@ type Cache struct {
 	gangs     map[string]*entry
 	listeners []Listener
 	advisor   DeviceAdvisor
+	reservations
 }
 
 // New returns an empty cache; Start wires it to informers.
@@ -157,8 +175,8 @@ func (e *entry) add(m *member, sign int32) {
 	if m.running {
 		g.running += sign
 	}
-	if sign > 0 && !g.hasShape {
-		g.shape, g.hasShape = capacity.PodShape(m.pod), true
+	if sign > 0 && !g.hasTemplate {
+		g.template, g.hasTemplate = TemplateOf(m.pod), true
 	}
 }
 
@@ -375,16 +393,16 @@ func (c *Cache) Get(key string) (Gang, bool) {
 	return g, true
 }
 
-// Shape is the resource request of one member of the PodGroup.
-func (c *Cache) Shape(key, group string) (capacity.Resources, bool) {
+// Template is what a member of the PodGroup asks of a node.
+func (c *Cache) Template(key, group string) (Template, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if e := c.gangs[key]; e != nil {
-		if g := e.groups[group]; g != nil && g.hasShape {
-			return g.shape, true
+		if g := e.groups[group]; g != nil && g.hasTemplate {
+			return g.template, true
 		}
 	}
-	return capacity.Resources{}, false
+	return Template{}, false
 }
 
 // Pending returns the present members that have no node, to be (re)activated in the queue.
@@ -402,6 +420,54 @@ func (c *Cache) Pending(key string) []*v1.Pod {
 		}
 	}
 	return out
+}
+
+// AllPending returns the pending present members of every gang.
+func (c *Cache) AllPending() []*v1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*v1.Pod
+	for _, e := range c.gangs {
+		for _, m := range e.members {
+			if m.state == pending && m.present {
+				out = append(out, m.pod)
+			}
+		}
+	}
+	return out
+}
+
+// SetScout records that member uid found the gang unplaceable for lack of room: until the gang
+// is placed, cluster changes bring only it back to the queue (Requeue), not every member. A
+// gang of hundreds of pods would otherwise be attempted hundreds of times per freed node, each
+// attempt failing for the same reason while other gangs wait. Once the scout fits, it brings
+// the rest of its gang along (the gang plugin's Reserve).
+func (c *Cache) SetScout(key string, uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.gangs[key]; e != nil {
+		e.scout = uid
+	}
+}
+
+// ClearScout lets every member of the gang be requeued again.
+func (c *Cache) ClearScout(key string) { c.SetScout(key, "") }
+
+// Requeue reports whether a cluster change should bring the pending member back to the queue:
+// yes unless another member, still pending, scouts for its gang.
+func (c *Cache) Requeue(pod *v1.Pod) bool {
+	key, _, ok := GangKey(pod)
+	if !ok {
+		return true
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil || e.scout == "" || e.scout == pod.UID {
+		return true
+	}
+	scout := e.members[e.scout]
+	return scout == nil || scout.state != pending || !scout.present
 }
 
 // Members returns the members with the given UIDs that are still known.

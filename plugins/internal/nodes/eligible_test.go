@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
 )
 
 func TestEligibilityFor(t *testing.T) {
@@ -33,4 +35,22 @@ func TestEligibilityFor(t *testing.T) {
 			assert.Equal(t, tc.want, EligibilityFor(&v1.Pod{Spec: tc.pod})(&tc.node))
 		})
 	}
+}
+
+func TestClassesGroupEqualRules(t *testing.T) {
+	gpuTaint := v1.Taint{Key: "gpu", Effect: v1.TaintEffectNoSchedule}
+	cpuNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": "cpu"}}}
+	gpuNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"pool": "gpu"}}, Spec: v1.NodeSpec{Taints: []v1.Taint{gpuTaint}}}
+	router := &v1.Pod{Spec: v1.PodSpec{NodeSelector: map[string]string{"pool": "cpu"}}}
+	worker := &v1.Pod{Spec: v1.PodSpec{NodeSelector: map[string]string{"pool": "gpu"},
+		Tolerations: []v1.Toleration{{Key: "gpu", Operator: v1.TolerationOpExists}}}}
+	otherWorker := worker.DeepCopy()
+
+	var c Classes
+	assert.Equal(t, 0, c.Of(RulesOf(router)))
+	assert.Equal(t, 1, c.Of(RulesOf(worker)))
+	assert.Equal(t, 1, c.Of(RulesOf(otherWorker)), "equal rules share a class")
+	assert.Equal(t, 2, c.Of(RulesOf(&v1.Pod{})), "no rules is a class of its own")
+	assert.Equal(t, capacity.ClassMask(0)|capacity.ClassMask(2), c.Allowed(cpuNode), "the GPU taint keeps unrelated pods off")
+	assert.Equal(t, capacity.ClassMask(1), c.Allowed(gpuNode))
 }

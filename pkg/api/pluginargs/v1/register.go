@@ -17,6 +17,7 @@ import (
 const (
 	DefaultPermitWaitTimeout     = 60 * time.Second
 	DefaultMaxBackoff            = 30 * time.Second
+	DefaultReservationDelay      = 30 * time.Second
 	DefaultPreferredDomainWeight = int32(70)
 	DefaultReservedForLimit      = int32(256)
 )
@@ -51,6 +52,9 @@ func SetDefaults_GangArgs(a *GangArgs) {
 	}
 	if a.MaxBackoff == nil {
 		a.MaxBackoff = &metav1.Duration{Duration: DefaultMaxBackoff}
+	}
+	if a.ReservationDelay == nil {
+		a.ReservationDelay = &metav1.Duration{Duration: DefaultReservationDelay}
 	}
 }
 
@@ -91,6 +95,7 @@ func addConversionFuncs(scheme *runtime.Scheme) error {
 		in, out := a.(*GangArgs), b.(*pluginargs.GangArgs)
 		out.PermitWaitTimeout = durationOrZero(in.PermitWaitTimeout)
 		out.MaxBackoff = durationOrZero(in.MaxBackoff)
+		out.ReservationDelay = durationOrZero(in.ReservationDelay)
 		return nil
 	}); err != nil {
 		return err
@@ -99,6 +104,7 @@ func addConversionFuncs(scheme *runtime.Scheme) error {
 		in, out := a.(*pluginargs.GangArgs), b.(*GangArgs)
 		out.PermitWaitTimeout = ptr.To(in.PermitWaitTimeout)
 		out.MaxBackoff = ptr.To(in.MaxBackoff)
+		out.ReservationDelay = ptr.To(in.ReservationDelay)
 		return nil
 	}); err != nil {
 		return err

@@ -13,6 +13,10 @@ type GangArgs struct {
 	PermitWaitTimeout *metav1.Duration `json:"permitWaitTimeout,omitempty"`
 	// MaxBackoff caps the back-off of a gang that failed to place. Default 30s.
 	MaxBackoff *metav1.Duration `json:"maxBackoff,omitempty"`
+	// ReservationDelay is how long a gang the cluster could hold stays unplaceable for lack of
+	// free room before its nodes are reserved against gangs of the same or a lower priority.
+	// 0s turns reservations off. Default 30s.
+	ReservationDelay *metav1.Duration `json:"reservationDelay,omitempty"`
 }
 
 // +kubebuilder:object:root=true

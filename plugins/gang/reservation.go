@@ -1,0 +1,142 @@
+package gang
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+)
+
+// A big gang behind a stream of small ones would wait forever: whenever room frees, a small
+// gang fits it before the big one has enough. Once a gang has been unplaceable for lack of room
+// for GangArgs.ReservationDelay, the nodes it needs are reserved for it (gangcache.Reservation):
+// gangs of the same or a lower priority keep off them, so what frees there adds up until the
+// gang fits, while small gangs keep using the other nodes.
+
+// reserveIfStarving reserves nodes for the gang when it is due, and returns what to add to its
+// reason ("" when nothing is reserved for it).
+func (p *Plugin) reserveIfStarving(pod *v1.Pod, key string, g gangcache.Gang, nodeInfos []fwk.NodeInfo) string {
+	delay := p.args.ReservationDelay.Duration
+	since := p.ledger.UnplaceableSince(key)
+	now := time.Now()
+	if delay <= 0 || since.IsZero() || now.Sub(since) < delay {
+		return ""
+	}
+	nodes := p.nodesToReserve(pod, key, g, nodeInfos)
+	if nodes == nil {
+		// Not even the empty nodes hold the gang: holding them back would help nobody.
+		p.release(key)
+		return ""
+	}
+	r := &gangcache.Reservation{Key: key, Priority: corev1helpers.PodPriority(pod), Since: since, Nodes: nodes,
+		Expires: now.Add(delay + p.args.MaxBackoff.Duration)}
+	if !p.gangs.Reserve(r, now) {
+		return ""
+	}
+	return fmt.Sprintf("; %d nodes are reserved for it", nodes.Len())
+}
+
+// nodesToReserve picks nodes that hold the gang's remaining quorum once emptied: inside the
+// domains its pack constraints require (chosen as if every node were empty), the nodes with
+// the most free room first, since they are the ones that fill up with the gang soonest. nil
+// when no such nodes exist.
+func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeInfos []fwk.NodeInfo) sets.Set[string] {
+	remaining := g.Quorum.Remaining()
+	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), remaining)
+	type candidate struct {
+		ni      fwk.NodeInfo
+		allowed capacity.Mask
+		room    int64
+	}
+	largest := demands.Largest()
+	var candidates []candidate
+	for _, ni := range nodeInfos {
+		if allowed := classes.Allowed(ni.Node()); allowed != 0 {
+			candidates = append(candidates, candidate{ni: ni, allowed: allowed, room: capacity.NodeFree(ni).FitCount(largest.Shape)})
+		}
+	}
+	if tree := topology.NewTree(&g.PodGang.Spec); tree.Constrained() {
+		nodes := make([]topology.Node, len(candidates))
+		demand := make(map[string]capacity.Demand, len(demands))
+		for i, c := range candidates {
+			nodes[i] = topology.Node{Name: c.ni.Node().Name, Labels: c.ni.Node().Labels, Free: capacity.NodeAllocatable(c.ni), Excluded: ^c.allowed}
+		}
+		for _, d := range demands {
+			demand[d.Group] = d
+		}
+		plan, unfit := topology.Choose(topology.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key)})
+		if unfit != nil {
+			return nil
+		}
+		within := sets.New[string]()
+		for _, name := range g.Quorum.Names() {
+			allowed := plan.AllowedNodes(name)
+			if allowed == nil {
+				// A PodGroup free to go anywhere: pick its nodes among all candidates.
+				within = nil
+				break
+			}
+			within = within.Union(allowed)
+		}
+		if within != nil {
+			candidates = slices.DeleteFunc(candidates, func(c candidate) bool { return !within.Has(c.ni.Node().Name) })
+		}
+	}
+	slices.SortFunc(candidates, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(b.room, a.room), cmp.Compare(a.ni.Node().Name, b.ni.Node().Name))
+	})
+	fitter := capacity.NewFitter(demands)
+	nodes := sets.New[string]()
+	for _, c := range candidates {
+		if fitter.Done() {
+			break
+		}
+		empty := capacity.NodeAllocatable(c.ni)
+		before := fitter.Placed()
+		fitter.Offer(&empty, c.allowed)
+		if fitter.Placed() > before {
+			nodes.Insert(c.ni.Node().Name)
+		}
+	}
+	if !fitter.Done() {
+		return nil
+	}
+	return nodes
+}
+
+// release ends the gang's reservation. The gangs it kept off its nodes are not told by any
+// cluster event, so every pending gang member is brought back to the active queue.
+func (p *Plugin) release(key string) {
+	if r := p.gangs.Reservation(); r == nil || r.Key != key {
+		return
+	}
+	p.gangs.Release(key)
+	p.activate(p.gangs.AllPending())
+}
+
+// Filter keeps members of other gangs off the nodes reserved for a starving gang, unless they
+// outrank it.
+func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	r := p.gangs.Reservation()
+	if r == nil {
+		return nil
+	}
+	s := readState(state)
+	if s == nil {
+		return nil
+	}
+	if r.Excludes(s.key, corev1helpers.PodPriority(pod), nodeInfo.Node().Name, time.Now()) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is reserved for PodGang %s, which waits longer", r.Key))
+	}
+	return nil
+}
