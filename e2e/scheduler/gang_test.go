@@ -53,6 +53,23 @@ func TestGangThatFitsIsBoundWholeAndOneThatDoesNotStaysPendingSayingWhy(t *testi
 	assert.Equal(t, 4, e.placement("too-big").pending)
 }
 
+// A gang whose pods do not all exist yet says so on its status (after a grace for pods that
+// are on their way), and is placed whole once they do.
+func TestGangWithoutItsPodsSaysWhatItWaitsFor(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.addNodes(node{name: "n1", cpu: "8"})
+	g := gang{name: "incomplete", groups: []group{{name: "leader", min: 1, replicas: 1, cpu: "1"}, {name: "worker", min: 3, replicas: 3, cpu: "1"}}}
+	e.createGangObjectOnly(g)
+	e.createPods([]*v1.Pod{e.memberPod(g, g.groups[0], 0), e.memberPod(g, g.groups[1], 0)})
+	cond := e.waitScheduledCondition("incomplete", metav1.ConditionFalse, `PodGroup "worker" has 1 of 3`)
+	assert.Equal(t, common.ReasonWaitingForPods, cond.Reason)
+	assert.Equal(t, 0, e.placement("incomplete").total(), "nothing of the gang is placed while its quorum is missing")
+
+	e.createPods([]*v1.Pod{e.memberPod(g, g.groups[1], 1), e.memberPod(g, g.groups[1], 2)})
+	e.waitBound("incomplete", 4)
+	e.waitScheduledCondition("incomplete", metav1.ConditionTrue, "4 of 4 required pods are bound")
+}
+
 // Scenario 2: PodGroups with different minReplicas and members beyond them. The extras never
 // take the room of missing quorum members, and once the gang is placed they go without waiting.
 func TestPodGroupsWithDifferentMinReplicasAndExtraMembers(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -34,6 +35,14 @@ type statusWriter struct {
 	// written remembers the last status applied per gang (touched by the one worker only), so
 	// that a write the informer has not shown yet is not repeated.
 	written map[string]writtenStatus
+	clock   clock.PassiveClock
+}
+
+func (w *statusWriter) now() time.Time {
+	if w.clock == nil {
+		return time.Now()
+	}
+	return w.clock.Now()
 }
 
 type writtenStatus struct {
@@ -46,6 +55,11 @@ const informerLag = 10 * time.Second
 
 // coalesceDelay lets a burst of bindings of one gang turn into one status write.
 const coalesceDelay = 200 * time.Millisecond
+
+// quorumGrace is how long a new PodGang may lack its pods before its status says so: the
+// operator creates them right after the PodGang, and saying it in between would cost every
+// gang a write.
+const quorumGrace = 5 * time.Second
 
 func newStatusWriter(gangs *gangcache.Shared, l *ledger.Ledger, nodes corelisters.NodeLister, recorder events.EventRecorder) *statusWriter {
 	return &statusWriter{
@@ -125,6 +139,8 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 		// The barrier has released the quorum and its bindings are in flight: the next thing
 		// worth a write is "bound" (or, if a binding fails, the attempt's failure reason).
 		return desiredStatus{}
+	case g.Quorum.Missing() != "" && w.now().Sub(pg.CreationTimestamp.Time) >= quorumGrace:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonWaitingForPods, g.Quorum.Missing()
 	case reason != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonUnschedulable, reason
 	case existing != nil || bound > 0:
@@ -182,6 +198,10 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	}
 	d := w.desired(g)
 	if d.condition == nil {
+		if age := w.now().Sub(g.PodGang.CreationTimestamp.Time); g.Quorum.Missing() != "" && age < quorumGrace {
+			// Look again once the pods had time to appear.
+			w.queue.AddAfter(key, quorumGrace-age+coalesceDelay)
+		}
 		return nil
 	}
 	pg := g.PodGang

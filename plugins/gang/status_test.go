@@ -2,6 +2,7 @@ package gang
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ func TestDesiredStatus(t *testing.T) {
 	tests := []struct {
 		name       string
 		group      ledger.GroupState
+		age        time.Duration
 		existing   *metav1.Condition
 		wantWrite  bool
 		wantPhase  v1alpha1.PodGangPhase
@@ -27,6 +29,10 @@ func TestDesiredStatus(t *testing.T) {
 		wantReason string
 	}{
 		{name: "not attempted yet", group: ledger.GroupState{Min: 8, Present: 8}},
+		{name: "new, its pods still being created", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Second},
+		{name: "its pods missing for a while", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Minute,
+			wantWrite: true, wantPhase: v1alpha1.PodGangPhasePending,
+			wantStatus: metav1.ConditionFalse, wantReason: common.ReasonWaitingForPods},
 		{name: "members waiting at the barrier", group: ledger.GroupState{Min: 8, Present: 8, Assumed: 5},
 			existing: scheduledFalse, wantWrite: true, wantPhase: v1alpha1.PodGangPhasePending,
 			wantStatus: metav1.ConditionFalse, wantReason: common.ReasonInsufficientScheduledPods},
@@ -39,8 +45,10 @@ func TestDesiredStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &statusWriter{ledger: ledger.New(clocktesting.NewFakePassiveClock(metav1.Now().Time), ledger.Policy{})}
-			pg := &v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+			clk := clocktesting.NewFakePassiveClock(metav1.Now().Time)
+			w := &statusWriter{ledger: ledger.New(clk, ledger.Policy{}), clock: clk}
+			pg := &v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g",
+				CreationTimestamp: metav1.NewTime(clk.Now().Add(-tt.age))}}
 			if tt.existing != nil {
 				pg.Status.Conditions = []metav1.Condition{*tt.existing}
 			}

@@ -77,6 +77,9 @@ const (
 	// ReasonUnschedulable is the reason of a False Scheduled condition of a gang that cannot be
 	// placed now.
 	ReasonUnschedulable = "Unschedulable"
+	// ReasonWaitingForPods: the PodGang's quorum of pods does not exist (or is still gated), so
+	// grove-scheduler has nothing to place yet.
+	ReasonWaitingForPods = "WaitingForPods"
 	// EventReasonInsufficientDevices is the event on a PodGang whose ResourceClaims need more
 	// devices than any domain it may use still offers.
 	EventReasonInsufficientDevices = "InsufficientDevices"
