@@ -39,6 +39,11 @@ func startEnv(t *testing.T, opts framework.Options) (*framework.Env, *gangWatche
 	w := watchGangs(t, env)
 	t.Cleanup(func() {
 		w.stop()
+		// The programs run as their ServiceAccounts: a refused request is a gap in the shipped
+		// RBAC even when the scenario recovered from it.
+		forbidden, err := env.ForbiddenRequests()
+		assert.NoError(t, err)
+		assert.Empty(t, forbidden, "requests refused by the shipped RBAC (config/rbac, config/scheduler/rbac.yaml)")
 		if t.Failed() {
 			t.Log(env.Cluster.LogTail(60))
 			keepLogs(t, env)
