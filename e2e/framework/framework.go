@@ -206,6 +206,12 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A port of its own: the configuration defaults port 0 to 9445, which concurrent
+	// environments on one machine would fight over.
+	metricsPort, err := freePort()
+	if err != nil {
+		return err
+	}
 	certDir := filepath.Join(e.Cluster.Dir, "webhook-certs")
 	if e.webhookCA, err = writeLoopbackServingCert(certDir); err != nil {
 		return err
@@ -215,7 +221,7 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	cfg.Server.Webhooks.ServerCertDir = certDir
 	cfg.Server.Webhooks.CertProvisionMode = configv1alpha1.CertProvisionModeManual
 	cfg.Server.HealthProbes = configv1alpha1.Server{BindAddress: "127.0.0.1", Port: healthPort}
-	cfg.Server.Metrics = configv1alpha1.Server{Port: 0}
+	cfg.Server.Metrics = configv1alpha1.Server{BindAddress: "127.0.0.1", Port: metricsPort}
 	cfg.LeaderElection.ResourceNamespace = Namespace
 	cfg.LeaderElection.LeaseDuration, cfg.LeaderElection.RenewDeadline, cfg.LeaderElection.RetryPeriod = shortLease()
 	cfg.LogFormat = configv1alpha1.LogFormatText
