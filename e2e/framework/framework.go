@@ -35,6 +35,33 @@ import (
 // Namespace where grove-operator keeps its lease and certificate.
 const Namespace = "grove-system"
 
+// The ServiceAccounts the shipped RBAC (config/rbac, config/scheduler/rbac.yaml) grants, in
+// Namespace: each program runs with a token of its own, so a missing permission fails the
+// scenarios as it would fail an installation.
+const (
+	OperatorServiceAccount  = "grove-operator"
+	SchedulerServiceAccount = "grove-scheduler"
+)
+
+// RBACManifests are the shipped RBAC of both programs, relative to the module root.
+var RBACManifests = []string{filepath.Join("config", "rbac"), filepath.Join("config", "scheduler", "rbac.yaml")}
+
+// InstallRBAC creates Namespace and applies RBACManifests as shipped.
+func InstallRBAC(ctx context.Context, c *cluster.Cluster) error {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	if err := c.CreateNamespace(ctx, Namespace); err != nil {
+		return err
+	}
+	paths := make([]string, len(RBACManifests))
+	for i, m := range RBACManifests {
+		paths[i] = filepath.Join(root, m)
+	}
+	return c.Apply(ctx, paths...)
+}
+
 // Options configures an environment.
 type Options struct {
 	// Cluster configures the control plane (Dir, feature gates, third-party CRDs, ...).
@@ -64,6 +91,9 @@ type Env struct {
 	webhookPort         int
 	webhookCA           []byte
 	schedulerSecurePort int
+
+	// Kubeconfigs of the programs' ServiceAccounts.
+	operatorKubeconfig, schedulerKubeconfig string
 }
 
 // Start brings up the control plane, kwok, grove-operator and grove-scheduler. On error
@@ -103,7 +133,7 @@ func Start(ctx context.Context, opts Options) (e *Env, err error) {
 	if err = e.Cluster.StartKwok(ctx); err != nil {
 		return e, err
 	}
-	if err = e.Cluster.CreateNamespace(ctx, Namespace); err != nil {
+	if err = InstallRBAC(ctx, e.Cluster); err != nil {
 		return e, err
 	}
 	if !opts.WithoutOperator {
@@ -136,16 +166,23 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// StartOperator (re)starts grove-operator with the shipped configuration adapted to loopback:
-// certificates in manual mode from a local CA, webhooks registered with loopback URLs.
+// StartOperator (re)starts grove-operator as its ServiceAccount with the shipped configuration
+// adapted to loopback: certificates in manual mode from a local CA, webhooks registered with
+// loopback URLs.
 func (e *Env) StartOperator(ctx context.Context) error {
 	if e.operatorConfigPath == "" {
 		if err := e.prepareOperator(ctx); err != nil {
 			return err
 		}
 	}
+	if e.operatorKubeconfig == "" {
+		var err error
+		if e.operatorKubeconfig, err = e.Cluster.ServiceAccountKubeconfig(ctx, Namespace, OperatorServiceAccount); err != nil {
+			return err
+		}
+	}
 	p, err := e.Cluster.StartProcess("grove-operator", filepath.Join(e.binDir, "grove-operator"),
-		[]string{"--config=" + e.operatorConfigPath}, []string{"KUBECONFIG=" + e.Cluster.KubeconfigPath})
+		[]string{"--config=" + e.operatorConfigPath}, []string{"KUBECONFIG=" + e.operatorKubeconfig})
 	if err != nil {
 		return err
 	}
@@ -169,6 +206,12 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A port of its own: the configuration defaults port 0 to 9445, which concurrent
+	// environments on one machine would fight over.
+	metricsPort, err := freePort()
+	if err != nil {
+		return err
+	}
 	certDir := filepath.Join(e.Cluster.Dir, "webhook-certs")
 	if e.webhookCA, err = writeLoopbackServingCert(certDir); err != nil {
 		return err
@@ -178,7 +221,7 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	cfg.Server.Webhooks.ServerCertDir = certDir
 	cfg.Server.Webhooks.CertProvisionMode = configv1alpha1.CertProvisionModeManual
 	cfg.Server.HealthProbes = configv1alpha1.Server{BindAddress: "127.0.0.1", Port: healthPort}
-	cfg.Server.Metrics = configv1alpha1.Server{Port: 0}
+	cfg.Server.Metrics = configv1alpha1.Server{BindAddress: "127.0.0.1", Port: metricsPort}
 	cfg.LeaderElection.ResourceNamespace = Namespace
 	cfg.LeaderElection.LeaseDuration, cfg.LeaderElection.RenewDeadline, cfg.LeaderElection.RetryPeriod = shortLease()
 	cfg.LogFormat = configv1alpha1.LogFormatText
@@ -249,9 +292,17 @@ func shortLease() (lease, renew, retry metav1.Duration) {
 	return metav1.Duration{Duration: 4 * time.Second}, metav1.Duration{Duration: 3 * time.Second}, metav1.Duration{Duration: 500 * time.Millisecond}
 }
 
-// StartScheduler (re)starts grove-scheduler with the shipped KubeSchedulerConfiguration, logging
-// at verbosity $GROVE_E2E_SCHEDULER_V (default 2).
+// StartScheduler (re)starts grove-scheduler as its ServiceAccount with the shipped
+// KubeSchedulerConfiguration, logging at verbosity $GROVE_E2E_SCHEDULER_V (default 2). Its
+// secure port authenticates and authorizes through the apiserver with the same identity, as
+// in a pod (where the in-cluster configuration is used for both).
 func (e *Env) StartScheduler(ctx context.Context) error {
+	if e.schedulerKubeconfig == "" {
+		var err error
+		if e.schedulerKubeconfig, err = e.Cluster.ServiceAccountKubeconfig(ctx, Namespace, SchedulerServiceAccount); err != nil {
+			return err
+		}
+	}
 	if e.schedulerConfigPath == "" {
 		src := e.opts.SchedulerConfigFile
 		if src == "" {
@@ -265,7 +316,7 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		if err := yaml.Unmarshal(data, &cfg); err != nil {
 			return err
 		}
-		_ = unstructured.SetNestedField(cfg, e.Cluster.KubeconfigPath, "clientConnection", "kubeconfig")
+		_ = unstructured.SetNestedField(cfg, e.schedulerKubeconfig, "clientConnection", "kubeconfig")
 		_ = unstructured.SetNestedField(cfg, Namespace, "leaderElection", "resourceNamespace")
 		lease, renew, retry := shortLease()
 		_ = unstructured.SetNestedField(cfg, lease.Duration.String(), "leaderElection", "leaseDuration")
@@ -285,13 +336,39 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 	}
 	p, err := e.Cluster.StartProcess("grove-scheduler", filepath.Join(e.binDir, "grove-scheduler"), []string{
 		"--config=" + e.schedulerConfigPath, "--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort), "--v=" + cmp.Or(os.Getenv("GROVE_E2E_SCHEDULER_V"), "2"),
+		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort),
+		"--authentication-kubeconfig=" + e.schedulerKubeconfig, "--authorization-kubeconfig=" + e.schedulerKubeconfig, "--v=" + cmp.Or(os.Getenv("GROVE_E2E_SCHEDULER_V"), "2"),
 	}, nil)
 	if err != nil {
 		return err
 	}
 	e.Scheduler = p
 	return waitHTTP(ctx, p, fmt.Sprintf("https://127.0.0.1:%d/healthz", e.schedulerSecurePort), 90*time.Second)
+}
+
+// forbiddenMarker starts the apiserver's message for a request RBAC denied.
+const forbiddenMarker = "is forbidden: User"
+
+// ForbiddenRequests returns the lines of grove-operator's and grove-scheduler's logs that
+// report a request the apiserver refused for lack of permission: a scenario that passes with
+// such lines only passed because a retry or another path hid a gap in the shipped RBAC.
+func (e *Env) ForbiddenRequests() ([]string, error) {
+	var found []string
+	for _, p := range []*cluster.Process{e.Operator, e.Scheduler} {
+		if p == nil {
+			continue
+		}
+		data, err := os.ReadFile(p.LogPath())
+		if err != nil {
+			return nil, err
+		}
+		for line := range strings.Lines(string(data)) {
+			if strings.Contains(line, forbiddenMarker) {
+				found = append(found, filepath.Base(p.LogPath())+": "+strings.TrimSpace(line))
+			}
+		}
+	}
+	return found, nil
 }
 
 func waitHTTP(ctx context.Context, p *cluster.Process, url string, timeout time.Duration) error {

@@ -5,10 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
@@ -73,4 +78,22 @@ func TestLocalGroveRunsAndSchedules(t *testing.T) {
 		}
 		return len(pods.Items) == 2
 	}, time.Minute, 200*time.Millisecond, "grove-operator did not create the PodCliqueSet's pods")
+
+	// Both programs authenticate as their ServiceAccounts, and the shipped RBAC refused none of
+	// their requests.
+	for _, tc := range []struct{ kubeconfig, serviceAccount string }{
+		{env.operatorKubeconfig, OperatorServiceAccount},
+		{env.schedulerKubeconfig, SchedulerServiceAccount},
+	} {
+		cfg, err := clientcmd.BuildConfigFromFlags("", tc.kubeconfig)
+		require.NoError(t, err)
+		cs, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		review, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, serviceaccount.MakeUsername(Namespace, tc.serviceAccount), review.Status.UserInfo.Username)
+	}
+	forbidden, err := env.ForbiddenRequests()
+	require.NoError(t, err)
+	assert.Empty(t, forbidden)
 }

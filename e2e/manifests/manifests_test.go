@@ -18,8 +18,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/ai-dynamo/grove/e2e/cluster"
 )
@@ -32,14 +30,8 @@ func TestMain(m *testing.M) {
 // build renders a kustomization the way `kubectl apply -k` does.
 func build(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-	require.NoError(t, err, "kustomize build %s", dir)
-	var objs []*unstructured.Unstructured
-	for _, r := range resMap.Resources() {
-		m, err := r.Map()
-		require.NoError(t, err)
-		objs = append(objs, &unstructured.Unstructured{Object: m})
-	}
+	objs, err := cluster.ReadManifests(dir)
+	require.NoError(t, err)
 	return objs
 }
 

@@ -39,6 +39,11 @@ func startEnv(t *testing.T, opts framework.Options) (*framework.Env, *gangWatche
 	w := watchGangs(t, env)
 	t.Cleanup(func() {
 		w.stop()
+		// The programs run as their ServiceAccounts: a refused request is a gap in the shipped
+		// RBAC even when the scenario recovered from it.
+		forbidden, err := env.ForbiddenRequests()
+		assert.NoError(t, err)
+		assert.Emptyf(t, forbidden[:min(len(forbidden), 5)], "%d requests refused by the shipped RBAC (config/rbac, config/scheduler/rbac.yaml), the first shown", len(forbidden))
 		if t.Failed() {
 			t.Log(env.Cluster.LogTail(60))
 			keepLogs(t, env)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
@@ -35,12 +37,18 @@ func countGrove(t *testing.T, ctx context.Context, c client.Client, ns, pcsName 
 }
 
 // A PodCliqueSet scaled 0 → 3 → 0 creates and removes exactly its replicas' objects, and
-// deleting it leaves nothing behind.
+// deleting it leaves nothing behind. Its cliques start in order, so it also has a
+// startup-waiter token Secret, which the operator writes under the shipped RBAC.
 func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
 	env, w, ns := nodesEnv(t, framework.Options{}, 6, twoCPUNode)
 	ctx := context.Background()
 	p := pcs(ns, "elastic", 0, clique("a", 2, "1"), clique("b", 1, "1"))
+	p.Spec.Template.StartupType = ptr.To(corev1alpha1.CliqueStartupTypeInOrder)
 	require.NoError(t, env.Client.Create(ctx, p))
+	tokenKey := client.ObjectKey{Namespace: ns, Name: common.StartupWaiterTokenSecretName("elastic")}
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, tokenKey, &corev1.Secret{}) == nil
+	}, time.Minute, 500*time.Millisecond, "no startup-waiter token Secret")
 
 	setReplicas := func(n int32) { scaleTo(t, env, p, n) }
 	expect := func(pclqs, gangs, pods, bound int) {
@@ -63,5 +71,8 @@ func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
 		require.NoError(t, env.Client.List(ctx, &svcs, client.InNamespace(ns), client.MatchingLabels{common.LabelPartOfKey: "elastic"}))
 		return len(svcs.Items) == 0
 	}, time.Minute, 500*time.Millisecond, "headless services left behind")
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, tokenKey, &corev1.Secret{}))
+	}, time.Minute, 500*time.Millisecond, "startup-waiter token Secret left behind")
 	w.assertNoPartialGang()
 }

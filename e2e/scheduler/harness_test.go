@@ -2,9 +2,7 @@ package schedulere2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,17 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/kubernetes/pkg/scheduler"
@@ -37,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -44,10 +39,7 @@ import (
 )
 
 const (
-	// schedulerServiceAccount is the identity config/scheduler/rbac.yaml grants; every test
-	// scheduler runs as it, so a missing permission fails the tests.
-	schedulerServiceAccount = "system:serviceaccount:grove-system:grove-scheduler"
-	nodeTestLabel           = "grove.io/e2e-namespace"
+	nodeTestLabel = "grove.io/e2e-namespace"
 	// A released barrier binds members one API call each: a partial gang may wait bindingGrace
 	// for its next binding and maxPartialBinding for its last (generous for -race runs).
 	bindingGrace      = 3 * time.Second
@@ -107,7 +99,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	podGangs, err := client.New(cluster.Shared.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	rbacOnce.Do(func() { rbacErr = installSchedulerRBAC(ctx) })
+	rbacOnce.Do(func() { rbacErr = framework.InstallRBAC(ctx, cluster.Shared) })
 	require.NoError(t, rbacErr)
 
 	ns := cluster.Shared.TestNamespace(t)
@@ -127,38 +119,6 @@ func repoPath(parts ...string) string {
 		panic(err)
 	}
 	return filepath.Join(append([]string{root}, parts...)...)
-}
-
-// installSchedulerRBAC applies config/scheduler/rbac.yaml as shipped.
-func installSchedulerRBAC(ctx context.Context) error {
-	c, err := client.New(cluster.Shared.Config, client.Options{})
-	if err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "grove-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	f, err := os.Open(repoPath("config", "scheduler", "rbac.yaml"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-	}
 }
 
 // schedulerConfig is the shipped configuration with this test's schedulerName and timings.
@@ -193,8 +153,9 @@ func (e *env) schedulerConfig() *schedconfig.KubeSchedulerConfiguration {
 func (e *env) startScheduler() {
 	t := e.t
 	cfg := e.schedulerConfig()
-	restCfg := rest.CopyConfig(cluster.Shared.Config)
-	restCfg.Impersonate = rest.ImpersonationConfig{UserName: schedulerServiceAccount}
+	// As the ServiceAccount config/scheduler/rbac.yaml grants: a missing permission fails the tests.
+	restCfg, err := cluster.Shared.ServiceAccountConfig(e.ctx, framework.Namespace, framework.SchedulerServiceAccount)
+	require.NoError(t, err)
 	cs, err := kubernetes.NewForConfig(restCfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(e.ctx)
