@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,9 @@ const (
 	// nodes made by FakeNode do not carry it, so any pod may land there.
 	KwokTaintKey = "kwok.x-k8s.io/node"
 )
+
+// kwokStartTimeout bounds kwok's start: it waits for the apiserver, then starts its controllers.
+const kwokStartTimeout = 60 * time.Second
 
 // StartKwok runs kwok against the control plane: it marks fake Nodes Ready and moves pods bound
 // to them through their lifecycle (Running, Ready; deleted pods go away), with the "fast"
@@ -47,8 +51,14 @@ func (c *Cluster) StartKwok(ctx context.Context) error {
 	if err := os.WriteFile(stagesFile, []byte(stages), 0o644); err != nil {
 		return err
 	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
 	c.kwok = &process{name: "kwok", path: path, log: filepath.Join(c.Dir, "kwok.log"), args: []string{
 		"--kubeconfig=" + c.KubeconfigPath,
+		// Only for /healthz: kwok serves it once its controllers have started.
+		"--server-address=127.0.0.1:" + strconv.Itoa(port),
 		"--config=" + stagesFile,
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
 		"--node-lease-duration-seconds=40",
@@ -57,13 +67,8 @@ func (c *Cluster) StartKwok(ctx context.Context) error {
 	if err := c.kwok.start(); err != nil {
 		return err
 	}
-	// kwok has no health endpoint we rely on; give it a moment and make sure it did not die.
-	select {
-	case <-c.kwok.done:
-		return fmt.Errorf("kwok exited at start: %v\n%s", c.kwok.err, c.LogTail(20))
-	case <-time.After(500 * time.Millisecond):
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := c.waitHTTP(ctx, c.kwok, fmt.Sprintf("http://127.0.0.1:%d/healthz", port), nil, kwokStartTimeout); err != nil {
+		return fmt.Errorf("%w\n%s", err, c.LogTail(20))
 	}
 	return c.writePIDFile()
 }
