@@ -55,11 +55,15 @@ lint: ## go vet and a gofmt check.
 
 .PHONY: demo
 demo: ## Show Grove placing gangs on 64 simulated GPU nodes; leaves the environment up.
-	@echo ">> building the control plane (first time: ~6-9 minutes), grove-operator, grove-scheduler and grove-demo"
+	@echo ">> [1/5] control-plane binaries: etcd, kube-apiserver, kube-controller-manager"
 	@$(MAKE) -s k8s-bins
+	@echo ">> [2/5] building grove-operator and grove-scheduler"
 	@$(MAKE) -s build
+	@echo ">> [3/5] building kwok"
 	@$(MAKE) -s kwok
+	@echo ">> [4/5] building grove-demo"
 	@$(GO) build -o $(BIN)/grove-demo ./e2e/cmd/grove-demo
+	@echo ">> [5/5] running the demo"
 	@$(BIN)/grove-demo up --state-dir $(ROOT)/.demo
 
 .PHONY: demo-down

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,11 +23,83 @@ const (
 	// KwokTaintKey keeps ordinary pods off simulated nodes unless they tolerate it; fake
 	// nodes made by FakeNode do not carry it, so any pod may land there.
 	KwokTaintKey = "kwok.x-k8s.io/node"
+	// KwokFailContainerAnnotation on a running, ready pod makes kwok report the container it
+	// names as exited with code 1 and the pod as not ready (the pod stays Running and bound), as
+	// the kubelet would for a crashed container: set it to test how Grove handles failures.
+	KwokFailContainerAnnotation = "grove.io/e2e-fail-container"
 )
+
+// failContainerStage is the kwok Stage behind KwokFailContainerAnnotation. It applies once: the
+// pod it leaves is no longer Ready, so the selector stops matching. Pod conditions merge by type
+// (only Ready and ContainersReady change); container statuses are replaced, so all are listed.
+var failContainerStage = strings.ReplaceAll(`apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: grove-e2e-container-failed
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.annotations["ANNOTATION"]'
+      operator: 'Exists'
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values:
+      - 'True'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $failing := index .metadata.annotations "ANNOTATION" }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        reason: ContainersNotReady
+        type: ContainersReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      {{ if eq .name $failing }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        started: false
+        restartCount: 1
+        state:
+          terminated:
+            exitCode: 1
+            reason: Error
+            startedAt: {{ $now | Quote }}
+            finishedAt: {{ $now | Quote }}
+      {{ else }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        started: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      {{ end }}
+`, "ANNOTATION", KwokFailContainerAnnotation)
+
+// kwokStartTimeout bounds kwok's start: it waits for the apiserver, then starts its controllers.
+const kwokStartTimeout = 60 * time.Second
 
 // StartKwok runs kwok against the control plane: it marks fake Nodes Ready and moves pods bound
 // to them through their lifecycle (Running, Ready; deleted pods go away), with the "fast"
-// stages shipped in the kwok module.
+// stages shipped in the kwok module, and fails containers on request (KwokFailContainerAnnotation).
 func (c *Cluster) StartKwok(ctx context.Context) error {
 	if c.kwok != nil && !c.kwok.exited() {
 		return nil
@@ -42,13 +115,20 @@ func (c *Cluster) StartKwok(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stages := strings.Join([]string{nodefast.DefaultNodeInit, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete}, "\n---\n")
+	stages := strings.Join([]string{nodefast.DefaultNodeInit, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete,
+		failContainerStage}, "\n---\n")
 	stagesFile := filepath.Join(c.Dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stagesFile, []byte(stages), 0o644); err != nil {
 		return err
 	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
 	c.kwok = &process{name: "kwok", path: path, log: filepath.Join(c.Dir, "kwok.log"), args: []string{
 		"--kubeconfig=" + c.KubeconfigPath,
+		// Only for /healthz: kwok serves it once its controllers have started.
+		"--server-address=127.0.0.1:" + strconv.Itoa(port),
 		"--config=" + stagesFile,
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
 		"--node-lease-duration-seconds=40",
@@ -57,13 +137,8 @@ func (c *Cluster) StartKwok(ctx context.Context) error {
 	if err := c.kwok.start(); err != nil {
 		return err
 	}
-	// kwok has no health endpoint we rely on; give it a moment and make sure it did not die.
-	select {
-	case <-c.kwok.done:
-		return fmt.Errorf("kwok exited at start: %v\n%s", c.kwok.err, c.LogTail(20))
-	case <-time.After(500 * time.Millisecond):
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := c.waitHTTP(ctx, c.kwok, fmt.Sprintf("http://127.0.0.1:%d/healthz", port), nil, kwokStartTimeout); err != nil {
+		return fmt.Errorf("%w\n%s", err, c.LogTail(20))
 	}
 	return c.writePIDFile()
 }

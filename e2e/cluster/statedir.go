@@ -13,19 +13,9 @@ import (
 // StopRecorded stops the processes whose pids a control plane recorded in dir (for
 // cluster-down when the supervising process is gone): SIGTERM, then SIGKILL.
 func StopRecorded(dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, pidFileName))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
+	pids, err := RecordedPIDs(dir)
+	if err != nil || len(pids) == 0 {
 		return err
-	}
-	var pids []int
-	for _, line := range strings.Fields(string(data)) {
-		pid, err := strconv.Atoi(line)
-		if err == nil && pid > 0 {
-			pids = append(pids, pid)
-		}
 	}
 	for _, pid := range pids {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
@@ -49,3 +39,23 @@ func StopRecorded(dir string) error {
 
 // ProcessAlive reports whether a process exists and is not a zombie.
 func ProcessAlive(pid int) bool { return processAlive(pid) }
+
+// RecordedPIDs returns the pids of the processes a control plane recorded in dir (none when it
+// recorded nothing).
+func RecordedPIDs(dir string) ([]int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, pidFileName))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, line := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(line)
+		if err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}

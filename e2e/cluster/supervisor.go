@@ -14,8 +14,12 @@ import (
 const SupervisorPIDFile = "supervisor.pid"
 
 // WriteSupervisorPID records the calling process as the supervisor of dir.
-func WriteSupervisorPID(dir string) error {
-	return os.WriteFile(filepath.Join(dir, SupervisorPIDFile), []byte(strconv.Itoa(os.Getpid())), 0o644)
+func WriteSupervisorPID(dir string) error { return RecordSupervisorPID(dir, os.Getpid()) }
+
+// RecordSupervisorPID records pid as the supervisor of dir, e.g. by the process that started it
+// detached, so that StopSupervised finds it even before it is ready.
+func RecordSupervisorPID(dir string, pid int) error {
+	return os.WriteFile(filepath.Join(dir, SupervisorPIDFile), []byte(strconv.Itoa(pid)), 0o644)
 }
 
 // SupervisorPID returns the recorded supervisor pid of dir, or 0.

@@ -28,6 +28,8 @@ type Snapshot struct {
 	Nodes    map[string]*corev1.Node
 	RackKey  string
 	BlockKey string
+	// Topology is the ClusterTopology the PodCliqueSet's constraints name; nil without one.
+	Topology *corev1alpha1.ClusterTopology
 }
 
 // Read takes a snapshot of one PodCliqueSet.
@@ -52,6 +54,12 @@ func Read(ctx context.Context, c client.Client, ns, name, rackKey, blockKey stri
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		return nil, err
+	}
+	if tc := s.PCS.Spec.Template.TopologyConstraint; tc != nil && tc.TopologyName != "" {
+		s.Topology = &corev1alpha1.ClusterTopology{}
+		if err := c.Get(ctx, client.ObjectKey{Name: tc.TopologyName}, s.Topology); err != nil {
+			return nil, err
+		}
 	}
 	s.Gangs, s.Cliques, s.Pods = gangs.Items, cliques.Items, pods.Items
 	for i := range nodes.Items {
@@ -91,8 +99,9 @@ func (s *Snapshot) Render(w io.Writer) {
 		for gi, g := range gangs {
 			lastGang := gi == len(gangs)-1
 			prefix := indent(lastReplica)
-			fmt.Fprintf(w, "%s%s PodGang %s  phase=%s scheduled=%s%s\n", prefix, branch(lastGang), g.Name, orDash(string(g.Status.Phase)),
-				condStatus(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), reason(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled))
+			fmt.Fprintf(w, "%s%s PodGang %s  phase=%s scheduled=%s%s%s\n", prefix, branch(lastGang), g.Name, orDash(string(g.Status.Phase)),
+				condStatus(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), s.Packing(&g).summary(),
+				reason(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled))
 			s.renderGroups(w, prefix+indent(lastGang), g, podsByGang[g.Name])
 		}
 	}
@@ -167,4 +176,89 @@ func reason(conds []metav1Condition, t string) string {
 		return ""
 	}
 	return fmt.Sprintf("\n      reason: %s", strings.TrimSpace(c.Message))
+}
+
+// Packing is where the bound pods of a PodGang sit in the domain its PodCliqueSet requires them
+// to share.
+type Packing struct {
+	// Domain is the required domain (a scaling group's own for a scaled PodGang, else the
+	// PodCliqueSet's); empty when nothing is required or the snapshot has no topology.
+	Domain corev1alpha1.TopologyDomain
+	// Values are the distinct values of the domain's node label over the bound pods, sorted.
+	Values []string
+	// Pods and Bound count the gang's pods and those bound to a node.
+	Pods, Bound int
+}
+
+// Packed reports whether every pod of the gang is bound and all of them share one domain.
+func (p Packing) Packed() bool { return p.Pods > 0 && p.Bound == p.Pods && len(p.Values) == 1 }
+
+func (p Packing) summary() string {
+	switch {
+	case p.Domain == "" || p.Bound == 0:
+		return ""
+	case len(p.Values) == 1:
+		return fmt.Sprintf("  in %s %s", p.Domain, p.Values[0])
+	default:
+		return fmt.Sprintf("  SPREAD over %ss %s (one %s required)", p.Domain, strings.Join(p.Values, ", "), p.Domain)
+	}
+}
+
+// Packing computes a PodGang's packing in the domain its PodCliqueSet requires.
+func (s *Snapshot) Packing(g *schedv1alpha1.PodGang) Packing {
+	return s.PackingIn(g, s.requiredDomain(g))
+}
+
+// PackingIn computes a PodGang's packing in a domain of the snapshot's topology.
+func (s *Snapshot) PackingIn(g *schedv1alpha1.PodGang, domain corev1alpha1.TopologyDomain) Packing {
+	p := Packing{Domain: domain}
+	key := s.domainKey(p.Domain)
+	values := map[string]bool{}
+	for _, pod := range s.Pods {
+		if pod.Labels[common.LabelPodGang] != g.Name {
+			continue
+		}
+		p.Pods++
+		if pod.Spec.NodeName == "" {
+			continue
+		}
+		p.Bound++
+		if n := s.Nodes[pod.Spec.NodeName]; n != nil && key != "" {
+			values[n.Labels[key]] = true
+		}
+	}
+	for v := range values {
+		p.Values = append(p.Values, v)
+	}
+	sort.Strings(p.Values)
+	if key == "" {
+		p.Domain = ""
+	}
+	return p
+}
+
+func (s *Snapshot) requiredDomain(g *schedv1alpha1.PodGang) corev1alpha1.TopologyDomain {
+	t := &s.PCS.Spec.Template
+	if pcsg := g.Labels[common.LabelPodCliqueScalingGroup]; pcsg != "" {
+		r, _ := strconv.Atoi(g.Labels[common.LabelPodCliqueSetReplicaIndex])
+		for _, cfg := range t.PodCliqueScalingGroupConfigs {
+			// As the operator translates it: the group's own constraint, else the PodCliqueSet's.
+			if common.PodCliqueScalingGroupName(s.PCS.Name, r, cfg.Name) == pcsg && cfg.TopologyConstraint != nil {
+				return cfg.TopologyConstraint.RequiredDomain()
+			}
+		}
+	}
+	return t.TopologyConstraint.RequiredDomain()
+}
+
+func (s *Snapshot) domainKey(d corev1alpha1.TopologyDomain) string {
+	if s.Topology == nil || d == "" {
+		return ""
+	}
+	for _, l := range s.Topology.Spec.Levels {
+		if l.Domain == d {
+			return l.Key
+		}
+	}
+	return ""
 }

@@ -59,3 +59,58 @@ func TestRenderShowsGangsCliquesPodsAndPlacement(t *testing.T) {
 		assert.Contains(t, got, want)
 	}
 }
+
+// Packing reads the required domain from the PodCliqueSet (a scaling group's own for its scaled
+// PodGangs, else the PodCliqueSet's) and the domain of each bound pod from its node; the tree
+// shows it on the PodGang's line.
+func TestPackingUsesTheRequiredDomainOfThePodGang(t *testing.T) {
+	node := func(name, rack, block string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rack": rack, "block": block}}}
+	}
+	gang := func(name, pcsg string) schedv1alpha1.PodGang {
+		g := schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{common.LabelPodCliqueSetReplicaIndex: "0"}}}
+		if pcsg != "" {
+			g.Labels[common.LabelPodCliqueScalingGroup] = pcsg
+		}
+		g.Spec.PodGroups = []schedv1alpha1.PodGroup{{Name: name + "-c", MinReplicas: 2}}
+		return g
+	}
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "block"}
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs = []corev1alpha1.PodCliqueScalingGroupConfig{
+		{Name: "g", TopologyConstraint: &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Required: "rack"}}}}
+	s := &Snapshot{
+		PCS:   pcs,
+		Gangs: []schedv1alpha1.PodGang{gang("p-0", ""), gang("p-0-g-0", "p-0-g")},
+		Pods: []corev1.Pod{
+			pod("a", "p-0", "p-0-c", "0", "h1"), pod("b", "p-0", "p-0-c", "1", "h2"),
+			pod("c", "p-0-g-0", "p-0-g-0-c", "0", "h1"), pod("d", "p-0-g-0", "p-0-g-0-c", "1", "h2"),
+		},
+		// h1 and h2 share block b0 but not a rack.
+		Nodes:   map[string]*corev1.Node{"h1": node("h1", "r0", "b0"), "h2": node("h2", "r1", "b0")},
+		RackKey: "rack", BlockKey: "block",
+		Topology: &corev1alpha1.ClusterTopology{Spec: corev1alpha1.ClusterTopologySpec{Levels: []corev1alpha1.TopologyLevel{{Domain: "block", Key: "block"}, {Domain: "rack", Key: "rack"}}}},
+	}
+	base, scaled := s.Packing(&s.Gangs[0]), s.Packing(&s.Gangs[1])
+	assert.Equal(t, Packing{Domain: "block", Values: []string{"b0"}, Pods: 2, Bound: 2}, base)
+	assert.True(t, base.Packed())
+	assert.Equal(t, Packing{Domain: "rack", Values: []string{"r0", "r1"}, Pods: 2, Bound: 2}, scaled)
+	assert.False(t, scaled.Packed())
+	assert.Equal(t, []string{"b0"}, s.PackingIn(&s.Gangs[1], "block").Values)
+
+	var out bytes.Buffer
+	s.Render(&out)
+	assert.Contains(t, out.String(), "PodGang p-0  phase=- scheduled=-  in block b0")
+	assert.Contains(t, out.String(), "PodGang p-0-g-0  phase=- scheduled=-  SPREAD over racks r0, r1 (one rack required)")
+
+	// A pod not yet bound: not packed, and the tree says nothing about packing until one is.
+	s.Pods[1].Spec.NodeName = ""
+	assert.False(t, s.Packing(&s.Gangs[0]).Packed())
+	s.Pods[0].Spec.NodeName = ""
+	out.Reset()
+	s.Render(&out)
+	assert.NotContains(t, out.String(), "PodGang p-0  phase=- scheduled=-  in")
+	// Without a topology nothing is required.
+	s.Topology = nil
+	assert.Equal(t, Packing{Pods: 2, Bound: 2}, s.Packing(&s.Gangs[1]))
+}

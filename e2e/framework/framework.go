@@ -338,6 +338,8 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		"--config=" + e.schedulerConfigPath, "--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort),
 		"--authentication-kubeconfig=" + e.schedulerKubeconfig, "--authorization-kubeconfig=" + e.schedulerKubeconfig, "--v=" + cmp.Or(os.Getenv("GROVE_E2E_SCHEDULER_V"), "2"),
+		// Health and metrics (SchedulerMetric) without credentials: the port is loopback only.
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 	}, nil)
 	if err != nil {
 		return err

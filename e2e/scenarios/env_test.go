@@ -5,6 +5,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -384,4 +386,72 @@ func dumpState(t *testing.T, env *framework.Env, ns, name string) string {
 		}
 	}
 	return out
+}
+
+// podCreations records, through a watch, every pod matching a label selector that is ever
+// created in a namespace (the ones existing when it starts included), once per UID: a pod
+// created and deleted again between two lists is still counted.
+type podCreations struct {
+	t      *testing.T
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	names map[types.UID]string
+	ended bool // the watch ended before stop
+}
+
+func watchPodCreations(t *testing.T, env *framework.Env, ns, selector string) *podCreations {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &podCreations{t: t, cancel: cancel, done: make(chan struct{}), names: map[types.UID]string{}}
+	// Without a resourceVersion the watch starts with an ADDED event for every existing pod.
+	wi, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	require.NoError(t, err)
+	go func() {
+		defer close(c.done)
+		defer wi.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-wi.ResultChan():
+				c.mu.Lock()
+				if !ok {
+					c.ended = true
+					c.mu.Unlock()
+					return
+				}
+				if pod, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type == watch.Added {
+					c.names[pod.UID] = pod.Name
+				}
+				c.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(c.halt)
+	return c
+}
+
+// count is how many distinct pods were seen created so far.
+func (c *podCreations) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.names)
+}
+
+func (c *podCreations) halt() {
+	c.cancel()
+	<-c.done
+}
+
+// stop ends the watch and returns every pod seen created, by UID. It fails the test if the
+// watch ended early: creations after that would have been missed.
+func (c *podCreations) stop() map[types.UID]string {
+	c.t.Helper()
+	c.halt()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.False(c.t, c.ended, "the pod watch ended early")
+	return maps.Clone(c.names)
 }

@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,10 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -30,28 +30,22 @@ func servingPCS(ns, name string, replicas, routers int32, opts ...cliqueOpt) *co
 	return withGroup(pcs(ns, name, replicas, clique("router", routers, "1", opts...), clique("w", 2, "1")), "workers", 2, 1, "w")
 }
 
-// crash reports the pod's container as exited with an error, as the kubelet would (kwok only
-// moves pods to Running once): the pod stays bound but no longer counts as available.
-func crash(t *testing.T, env *framework.Env, pod corev1.Pod) {
+// failContainer has kwok report the pod's container as exited with an error, as the kubelet
+// would: the pod stays bound but no longer counts as available. It returns once the API shows
+// the failure.
+func failContainer(t *testing.T, env *framework.Env, pod corev1.Pod) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, cluster.KwokFailContainerAnnotation, pod.Spec.Containers[0].Name)
+	require.NoError(t, env.Client.Patch(context.Background(), &pod, client.RawPatch(types.MergePatchType, []byte(patch))))
+	require.Eventually(t, func() bool {
 		p := &corev1.Pod{}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&pod), p); err != nil {
-			return err
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(&pod), p); err != nil || isReady(p) {
+			return false
 		}
-		now := metav1.Now()
-		for i := range p.Status.ContainerStatuses {
-			cs := &p.Status.ContainerStatuses[i]
-			cs.Ready, cs.Started, cs.RestartCount = false, ptr.To(false), 1
-			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: now}}
-		}
-		for i := range p.Status.Conditions {
-			if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-				c.Status, c.LastTransitionTime = corev1.ConditionFalse, now
-			}
-		}
-		return env.Client.Status().Update(context.Background(), p)
-	}))
+		return slices.ContainsFunc(p.Status.ContainerStatuses, func(c corev1.ContainerStatus) bool {
+			return c.State.Terminated != nil && c.State.Terminated.ExitCode == 1
+		})
+	}, 30*time.Second, 50*time.Millisecond, "kwok did not fail the container of %s", pod.Name)
 }
 
 // uidsWhere returns the UIDs of the pods a label selects, by pod name.
@@ -102,10 +96,12 @@ func eventCount(t *testing.T, env *framework.Env, ns, reason string) int {
 	return n
 }
 
-// Gang termination: a crashed pod of scaled scaling-group replica 1 breaches its PodClique's
-// minAvailable; after terminationDelay exactly that group replica's pods are recreated (the
-// group keeps its other replica available). A crashed router breaches the base gang: after the
-// delay every pod of that PodCliqueSet replica is recreated, and the other replica keeps its pods.
+// Gang termination: a container failing (in kwok) in a pod of scaled scaling-group replica 1
+// breaches its PodClique's minAvailable; after terminationDelay exactly that group replica's pods
+// are recreated (the group keeps its other replica available). A failed router breaches the base
+// gang: after the delay every pod of that PodCliqueSet replica is recreated, and the other
+// replica keeps its pods. Each failure is timed from before it is requested: the breach cannot
+// start earlier.
 func TestGangTerminationRecreatesTheBreachedGang(t *testing.T) {
 	env, w, ns := nodesEnv(t, framework.Options{}, 6, twoCPUNode)
 	ctx := context.Background()
@@ -122,7 +118,7 @@ func TestGangTerminationRecreatesTheBreachedGang(t *testing.T) {
 	require.Len(t, failing, 2)
 	scaledGang := podGang(env, ns, common.ScaledPodGangName(pcsg, 1, 1)).UID
 	crashedAt := time.Now()
-	crash(t, env, pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return groupReplica(p.Labels) })])
+	failContainer(t, env, pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return groupReplica(p.Labels) })])
 	pods = waitRecreated(t, env, w, ns, "gt", 10, failing)
 	assert.Equal(t, rest, uidsWhere(pods, func(l map[string]string) bool { return !groupReplica(l) }), "every other pod is kept")
 	assert.NotEqual(t, scaledGang, podGang(env, ns, common.ScaledPodGangName(pcsg, 1, 1)).UID, "the scaled PodGang was recreated")
@@ -135,7 +131,7 @@ func TestGangTerminationRecreatesTheBreachedGang(t *testing.T) {
 	require.Len(t, failing, 5)
 	baseGang := podGang(env, ns, common.BasePodGangName("gt", 0)).UID
 	crashedAt = time.Now()
-	crash(t, env, pods[slices.IndexFunc(pods, func(p corev1.Pod) bool {
+	failContainer(t, env, pods[slices.IndexFunc(pods, func(p corev1.Pod) bool {
 		return p.Labels[common.LabelPodClique] == common.StandalonePodCliqueName("gt", 0, "router")
 	})])
 	pods = waitRecreated(t, env, w, ns, "gt", 10, failing, mark)

@@ -25,10 +25,12 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/cluster"
@@ -41,8 +43,14 @@ import (
 )
 
 const (
-	namespace  = "demo"
-	readyFile  = "ready"
+	readyFile = "ready"
+	// startTimeout bounds serve bringing the environment up (control plane, kwok, grove-operator,
+	// grove-scheduler, nodes): on a loaded 2-core machine the control plane alone can take
+	// minutes. up waits startSlack longer, so that serve reports its own failure first.
+	startTimeout = 8 * time.Minute
+	startSlack   = 30 * time.Second
+	// stopGrace is how long a stopped serve gets to stop what it started before SIGKILL.
+	stopGrace  = 20 * time.Second
 	convergeBy = 3 * time.Minute
 )
 
@@ -86,6 +94,28 @@ func up(dir string) error {
 		return err
 	}
 	step(1, "starting etcd, kube-apiserver, kube-controller-manager, kwok, grove-operator and grove-scheduler")
+	if err := start(dir); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	c, err := newClient(kubeconfig)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    64 kwok nodes with 8 GPUs each: %d zones × %d blocks × %d racks × %d hosts\n",
+		fabric.Zones, fabric.BlocksPerZone, fabric.RacksPerBlock, fabric.HostsPerRack)
+	runErr := run(context.Background(), c)
+	if runErr != nil {
+		fmt.Printf("\nthe demo failed: %v\nlogs are in %s\n", runErr, dir)
+	}
+	fmt.Printf("\nThe environment stays up%s:\n  export KUBECONFIG=%s\n  kubectl get pcs,pclq,pcsg,pg -A\nStop it with: make demo-down (or grove-demo down --state-dir %s)\n",
+		map[bool]string{true: " for inspection", false: ""}[runErr != nil], kubeconfig, dir)
+	return runErr
+}
+
+// start runs `serve` detached (it outlives up) and waits until it reports the environment
+// ready. If it fails, up gives up or is interrupted, serve and everything it started are stopped.
+func start(dir string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -98,35 +128,35 @@ func up(dir string) error {
 	cmd := exec.Command(self, "serve", "--state-dir", dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	logFile.Close()
+	if err != nil {
 		return err
 	}
-	logFile.Close()
-	if err := waitFor(3*time.Minute, func() (bool, error) {
+	// Recorded now, not only once serve is ready, so that a stop finds it while it starts.
+	if err := cluster.RecordSupervisorPID(dir, cmd.Process.Pid); err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	err = waitFor(ctx, startTimeout+startSlack, func() (bool, error) {
 		if _, err := os.Stat(filepath.Join(dir, readyFile)); err == nil {
 			return true, nil
 		}
 		if !cluster.ProcessAlive(cmd.Process.Pid) {
 			data, _ := os.ReadFile(logPath)
-			return false, fmt.Errorf("the environment failed to start:\n%s", data)
+			return false, fmt.Errorf("it exited:\n%s", data)
 		}
 		return false, nil
-	}); err != nil {
-		return err
+	})
+	if err == nil {
+		return nil
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	c, err := newClient(kubeconfig)
-	if err != nil {
-		return err
+	if serr := cluster.StopSupervised(dir, stopGrace); serr != nil {
+		err = errors.Join(err, fmt.Errorf("stopping it: %w", serr))
 	}
-	fmt.Printf("    64 kwok nodes with 8 GPUs each: %d zones × %d blocks × %d racks × %d hosts\n",
-		fabric.Zones, fabric.BlocksPerZone, fabric.RacksPerBlock, fabric.HostsPerRack)
-	ctx := context.Background()
-	if err := run(ctx, c); err != nil {
-		fmt.Printf("\nthe demo did not go as planned: %v\nlogs are in %s\n", err, dir)
-	}
-	fmt.Printf("\nThe environment stays up:\n  export KUBECONFIG=%s\n  kubectl get pcs,pclq,pcsg,pg -A\nStop it with: make demo-down\n", kubeconfig)
-	return nil
+	return fmt.Errorf("the environment did not start (stopped; logs in %s): %w", dir, err)
 }
 
 func run(ctx context.Context, c client.Client) error {
@@ -134,47 +164,115 @@ func run(ctx context.Context, c client.Client) error {
 	if err := applyManifest(ctx, c, "clustertopology.yaml", ""); err != nil {
 		return err
 	}
-	if err := applyManifest(ctx, c, "inference.yaml", namespace); err != nil {
+	if err := applyManifest(ctx, c, "inference.yaml", demo.Namespace); err != nil {
 		return err
 	}
 	step(3, "waiting for the base gang (router + one prefill/decode unit) to be placed inside one rack")
-	if err := watchTree(ctx, c, "inference", func(s *demo.Snapshot) bool { return allRunning(s, 5) && allScheduled(s) }); err != nil {
+	base, err := watchTree(ctx, c, demo.Workload, placed(5, 1))
+	if err != nil {
 		return err
+	}
+	for i := range base.Gangs {
+		report(base, &base.Gangs[i], "PodGang")
 	}
 	step(4, "scaling the workers scaling group out to 2: a scaled PodGang appears and lands in one rack")
 	pcsg := &corev1alpha1.PodCliqueScalingGroup{}
-	pcsg.Namespace, pcsg.Name = namespace, common.PodCliqueScalingGroupName("inference", 0, "workers")
-	scale := &autoscalingv1.Scale{}
-	if err := c.SubResource("scale").Get(ctx, pcsg, scale); err != nil {
-		return err
-	}
-	scale.Spec.Replicas = 2
-	if err := c.SubResource("scale").Update(ctx, pcsg, client.WithSubResourceBody(scale)); err != nil {
-		return err
-	}
-	if err := watchTree(ctx, c, "inference", func(s *demo.Snapshot) bool {
-		return len(s.Gangs) == 2 && allRunning(s, 9) && allScheduled(s)
-	}); err != nil {
-		return err
-	}
-	step(5, "applying too-big: 6 pods × 8 GPUs that must share a rack of 4 × 8 GPUs — it must stay whole-pending")
-	if err := applyManifest(ctx, c, "too-big.yaml", namespace); err != nil {
-		return err
-	}
-	if err := watchTree(ctx, c, "too-big", func(s *demo.Snapshot) bool {
-		for _, g := range s.Gangs {
-			for _, cond := range g.Status.Conditions {
-				if cond.Type == schedv1alpha1.PodGangConditionScheduled && cond.Status == "False" && cond.Message != "" {
-					return len(s.Pods) == 6 && countBound(s) == 0
-				}
-			}
+	pcsg.Namespace, pcsg.Name = demo.Namespace, common.PodCliqueScalingGroupName(demo.Workload, 0, demo.ScalingGroup)
+	// The operator writes the group all along: read and write until nothing came between.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale := &autoscalingv1.Scale{}
+		if err := c.SubResource("scale").Get(ctx, pcsg, scale); err != nil {
+			return err
 		}
-		return false
+		scale.Spec.Replicas = 2
+		return c.SubResource("scale").Update(ctx, pcsg, client.WithSubResourceBody(scale))
 	}); err != nil {
 		return err
 	}
+	scaled, err := watchTree(ctx, c, demo.Workload, func(s *demo.Snapshot) (bool, error) {
+		if ok, err := placed(9, 2)(s); !ok || err != nil {
+			return ok, err
+		}
+		// What this step shows: the scaled PodGang whole in one rack, whatever the manifest says.
+		g := scaledGang(s)
+		if g == nil {
+			return false, fmt.Errorf("no scaled PodGang among %d PodGangs", len(s.Gangs))
+		}
+		if p := s.PackingIn(g, corev1alpha1.TopologyDomainRack); !p.Packed() {
+			return false, fmt.Errorf("scaled PodGang %s is not whole in one rack: %d of %d pods bound, racks %v", g.Name, p.Bound, p.Pods, p.Values)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	g := scaledGang(scaled)
+	fmt.Printf("    ✓ scaled PodGang %s placed whole in rack %s (%d pods)\n", g.Name, scaled.PackingIn(g, corev1alpha1.TopologyDomainRack).Values[0], len(podsOf(scaled, g.Name)))
+	step(5, "applying too-big: 6 pods × 8 GPUs that must share a rack of 4 × 8 GPUs — it must stay whole-pending")
+	if err := applyManifest(ctx, c, "too-big.yaml", demo.Namespace); err != nil {
+		return err
+	}
+	pending, err := watchTree(ctx, c, demo.TooBig, func(s *demo.Snapshot) (bool, error) {
+		if n := countBound(s); n > 0 {
+			return false, fmt.Errorf("%d pods of "+demo.TooBig+" were bound: it cannot fit whole, so none may be", n)
+		}
+		return len(s.Gangs) == 1 && len(s.Pods) == 6 && unschedulable(&s.Gangs[0]) != nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    ✓ PodGang %s whole-pending, 0 of %d pods bound: %s\n", pending.Gangs[0].Name, len(pending.Pods), unschedulable(&pending.Gangs[0]).Message)
 	step(6, "done: every gang is whole — placed in one rack, or not at all")
 	return nil
+}
+
+// placed is the wait condition of a workload that must be placed: want pods Running and gangs
+// PodGangs, all Scheduled. It fails at once when the bound pods of a PodGang do not share the
+// domain their PodCliqueSet requires: bound pods never move.
+func placed(want, gangs int) func(*demo.Snapshot) (bool, error) {
+	return func(s *demo.Snapshot) (bool, error) {
+		for i := range s.Gangs {
+			if p := s.Packing(&s.Gangs[i]); len(p.Values) > 1 {
+				return false, fmt.Errorf("PodGang %s is spread over %ss %v; its PodCliqueSet requires one %s", s.Gangs[i].Name, p.Domain, p.Values, p.Domain)
+			}
+		}
+		return len(s.Gangs) == gangs && allRunning(s, want) && allScheduled(s), nil
+	}
+}
+
+// report prints where a placed PodGang's required packing put it.
+func report(s *demo.Snapshot, g *schedv1alpha1.PodGang, what string) {
+	if p := s.Packing(g); p.Packed() && p.Domain != "" {
+		fmt.Printf("    ✓ %s %s placed whole in %s %s (%d pods)\n", what, g.Name, p.Domain, p.Values[0], p.Pods)
+	}
+}
+
+func scaledGang(s *demo.Snapshot) *schedv1alpha1.PodGang {
+	for i := range s.Gangs {
+		if s.Gangs[i].Labels[common.LabelPodCliqueScalingGroup] != "" {
+			return &s.Gangs[i]
+		}
+	}
+	return nil
+}
+
+func podsOf(s *demo.Snapshot, gang string) []corev1.Pod {
+	var out []corev1.Pod
+	for _, p := range s.Pods {
+		if p.Labels[common.LabelPodGang] == gang {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// unschedulable is the PodGang's Scheduled=False condition when it gives a reason.
+func unschedulable(g *schedv1alpha1.PodGang) *metav1.Condition {
+	c := apimeta.FindStatusCondition(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Message == "" {
+		return nil
+	}
+	return c
 }
 
 func allRunning(s *demo.Snapshot, want int) bool {
@@ -208,12 +306,13 @@ func countBound(s *demo.Snapshot) int {
 	return n
 }
 
-// watchTree prints the tree whenever it changes until done holds (or convergeBy passes).
-func watchTree(ctx context.Context, c client.Client, name string, done func(*demo.Snapshot) bool) error {
+// watchTree prints the tree whenever it changes until done holds, fails, or convergeBy passes;
+// it returns the last snapshot.
+func watchTree(ctx context.Context, c client.Client, name string, done func(*demo.Snapshot) (bool, error)) (*demo.Snapshot, error) {
 	var last string
 	var snap *demo.Snapshot
-	err := waitFor(convergeBy, func() (bool, error) {
-		s, err := demo.Read(ctx, c, namespace, name, framework.RackKey, framework.BlockKey)
+	err := waitFor(ctx, convergeBy, func() (bool, error) {
+		s, err := demo.Read(ctx, c, demo.Namespace, name, framework.RackKey, framework.BlockKey)
 		if err != nil {
 			return false, nil
 		}
@@ -224,12 +323,12 @@ func watchTree(ctx context.Context, c client.Client, name string, done func(*dem
 			last = b.String()
 			fmt.Printf("%s    ·\n", indent(last))
 		}
-		return done(s), nil
+		return done(s)
 	})
-	if err != nil && snap != nil {
-		return fmt.Errorf("%s did not converge: %w", name, err)
+	if err != nil {
+		return snap, fmt.Errorf("%s: %w", name, err)
 	}
-	return err
+	return snap, nil
 }
 
 func indent(s string) string {
@@ -275,15 +374,18 @@ func newClient(kubeconfig string) (client.Client, error) {
 func serve(dir string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	env, err := framework.Start(ctx, framework.Options{Cluster: cluster.Options{Dir: dir, KeepDir: true}})
+	// Every wait of the start-up (the control plane's own are longer) ends by startTimeout.
+	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	env, err := framework.Start(startCtx, framework.Options{Cluster: cluster.Options{Dir: dir, KeepDir: true}})
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	if _, err := env.CreateNodes(ctx, fabric, framework.NodeShape); err != nil {
+	if _, err := env.CreateNodes(startCtx, fabric, framework.NodeShape); err != nil {
 		return err
 	}
-	if err := env.Cluster.CreateNamespace(ctx, namespace); err != nil {
+	if err := env.Cluster.CreateNamespace(startCtx, demo.Namespace); err != nil {
 		return err
 	}
 	if err := cluster.WriteSupervisorPID(dir); err != nil {
@@ -297,15 +399,15 @@ func serve(dir string) error {
 }
 
 func down(dir string) error {
-	if err := cluster.StopSupervised(dir, 20*time.Second); err != nil {
+	if err := cluster.StopSupervised(dir, stopGrace); err != nil {
 		return err
 	}
 	fmt.Println("demo stopped; every process it started has exited")
 	return nil
 }
 
-func waitFor(timeout time.Duration, cond func() (bool, error)) error {
-	return wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return cond()
 	})
 }
