@@ -60,8 +60,17 @@ type measurement struct {
 	// pod-group cycle, and only there); placementFeasibleAvg is its mean duration in ms.
 	placementFeasibleAvg float64
 	hasGroupCycles       bool
-	gangs                *gangwatch.Report
+	// Durations in ms: per extension point (scheduler_framework_extension_point_duration_seconds,
+	// one observation per scheduling cycle) and per "plugin/extension point"
+	// (scheduler_plugin_execution_duration_seconds, observed in 10% of the cycles; Filter and
+	// Score once per node).
+	extensionPoints map[string]duration
+	plugins         map[string]duration
+	gangs           *gangwatch.Report
 }
+
+// duration is one histogram's mean and p99, in ms.
+type duration struct{ avg, p99 float64 }
 
 type key struct{ run, scheduler, workload string }
 
@@ -169,9 +178,24 @@ func (r *results) addPerf(run string, items perfdata.DataItems) error {
 			m.throughputAvg, m.throughputP50, m.hasThroughput = item.Data["Average"], item.Data["Perc50"], true
 		case item.Metric() == "scheduler_scheduling_attempt_duration_seconds" && item.Labels["result"] == "scheduled":
 			m.attemptP99, m.hasAttemptP99 = toMillis(item.Data["Perc99"], item.Unit), true
-		case item.Metric() == "scheduler_framework_extension_point_duration_seconds" && item.Labels["extension_point"] == "PlacementFeasible":
-			if item.Data["Average"] > 0 {
+		case item.Metric() == "scheduler_framework_extension_point_duration_seconds":
+			ep := item.Labels["extension_point"]
+			if ep == "PlacementFeasible" && item.Data["Average"] > 0 {
 				m.placementFeasibleAvg, m.hasGroupCycles = toMillis(item.Data["Average"], item.Unit), true
+			}
+			if ep != "" {
+				if m.extensionPoints == nil {
+					m.extensionPoints = map[string]duration{}
+				}
+				m.extensionPoints[ep] = durationOf(item)
+			}
+		case item.Metric() == "scheduler_plugin_execution_duration_seconds":
+			pl, ep := item.Labels["plugin"], item.Labels["extension_point"]
+			if pl != "" && ep != "" {
+				if m.plugins == nil {
+					m.plugins = map[string]duration{}
+				}
+				m.plugins[pl+"/"+ep] = durationOf(item)
 			}
 		}
 	}
@@ -256,6 +280,10 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
+func durationOf(item perfdata.DataItem) duration {
+	return duration{avg: toMillis(item.Data["Average"], item.Unit), p99: toMillis(item.Data["Perc99"], item.Unit)}
+}
+
 func toMillis(v float64, unit string) float64 {
 	switch unit {
 	case "s":
@@ -277,9 +305,33 @@ type stats struct {
 	gangwatchRuns                 int
 	partial, inOneRack            opt
 	longestPartial                opt // seconds
-	gangs                         opt
-	racksPartlyUsed, racksUsed    opt
-	hasGroupCycles                bool
+	// completionP50/P99: gangwatch's per-gang completion time (first pod seen to gang whole),
+	// from the reports that finished with at least one whole gang.
+	completionP50, completionP99 opt
+	gangs                        opt
+	racksPartlyUsed, racksUsed   opt
+	racksTotal                   opt
+	hasGroupCycles               bool
+	// Means over the test cases that recorded them, keyed as in measurement.
+	extensionPoints, plugins map[string]*durationOpt
+}
+
+// durationOpt is the mean of durations.
+type durationOpt struct{ avg, p99 opt }
+
+func addDurations(into *map[string]*durationOpt, from map[string]duration) {
+	for k, d := range from {
+		if *into == nil {
+			*into = map[string]*durationOpt{}
+		}
+		o := (*into)[k]
+		if o == nil {
+			o = &durationOpt{}
+			(*into)[k] = o
+		}
+		o.avg.add(d.avg)
+		o.p99.add(d.p99)
+	}
 }
 
 // opt is a mean that may have no samples.
@@ -314,10 +366,16 @@ func aggregate(ms []measurement) stats {
 			s.placementFeasible.add(m.placementFeasibleAvg)
 			s.hasGroupCycles = true
 		}
+		addDurations(&s.extensionPoints, m.extensionPoints)
+		addDurations(&s.plugins, m.plugins)
 		if g := m.gangs; g != nil {
 			s.gangwatchRuns++
 			if g.Finished {
 				s.allGangsBound.add(g.AllGangsBoundSeconds)
+				if g.WholeGangs > 0 {
+					s.completionP50.add(g.GangCompletionSeconds.P50)
+					s.completionP99.add(g.GangCompletionSeconds.P99)
+				}
 			} else {
 				s.unfinished++
 			}
@@ -327,6 +385,7 @@ func aggregate(ms []measurement) stats {
 			s.gangs.add(float64(g.ExpectedGangs))
 			s.racksPartlyUsed.add(float64(g.RacksPartlyUsed))
 			s.racksUsed.add(float64(g.RacksUsed))
+			s.racksTotal.add(float64(g.RacksTotal))
 		}
 	}
 	return s

@@ -256,3 +256,52 @@ func TestCompareConfigIsHonest(t *testing.T) {
 		}
 	}
 }
+
+// benchcompare's "where the time goes" lines need every test case to collect the plugin
+// execution durations, for grove-scheduler's own plugins and the in-tree gang plugins too.
+func TestCompareConfigCollectsPluginDurations(t *testing.T) {
+	data, err := os.ReadFile("compare-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var testCases []struct {
+		Name    string `json:"name"`
+		Metrics struct {
+			Metrics map[string][]struct {
+				Label  string   `json:"label"`
+				Values []string `json:"values"`
+			} `json:"metrics"`
+		} `json:"metricsCollectorConfig"`
+	}
+	if err := yaml.Unmarshal(data, &testCases); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"plugin":          {"GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount", "NodeResourcesFit", "DefaultBinder"},
+		"extension_point": {"PreFilter", "Filter", "PreScore", "Score", "Reserve", "Permit", "Bind", "PlacementGenerate", "PlacementFeasible"},
+	}
+	for name := range plugins.Registry() {
+		want["plugin"] = append(want["plugin"], name)
+	}
+	for _, tc := range testCases {
+		labels := tc.Metrics.Metrics["scheduler_plugin_execution_duration_seconds"]
+		if len(labels) == 0 {
+			t.Errorf("%s: does not collect scheduler_plugin_execution_duration_seconds", tc.Name)
+			continue
+		}
+		got := map[string]map[string]bool{}
+		for _, l := range labels {
+			got[l.Label] = map[string]bool{}
+			for _, v := range l.Values {
+				got[l.Label][v] = true
+			}
+		}
+		for label, values := range want {
+			for _, v := range values {
+				if !got[label][v] {
+					t.Errorf("%s: scheduler_plugin_execution_duration_seconds does not collect %s=%s", tc.Name, label, v)
+				}
+			}
+		}
+	}
+}
