@@ -162,6 +162,20 @@ func (c *bindingChecker) check() {
 	}
 }
 
+// settled reports whether no gang is partly bound but for a violation already recorded: the
+// bindings of a released gang may still be arriving through the watch when a test ends.
+func (c *bindingChecker) settled() bool {
+	c.check()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.gangs {
+		if partial, _ := c.partial(r); partial && !r.reported {
+			return false
+		}
+	}
+	return true
+}
+
 // final reports every gang partly bound now, however briefly.
 func (c *bindingChecker) final() []string {
 	c.check()

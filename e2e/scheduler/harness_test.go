@@ -220,6 +220,10 @@ func (e *env) watchBindings() {
 		}
 	}()
 	e.t.Cleanup(func() {
+		// A gang released just before the test ended may still be binding: let its bindings
+		// arrive (a stalled one is reported by check within the binding grace).
+		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, maxPartialBinding, true,
+			func(context.Context) (bool, error) { return e.checker.settled(), nil })
 		violations := e.checker.final()
 		cancel()
 		ticker.Stop()

@@ -156,6 +156,11 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	if name := p.missingClaim(pod); name != "" {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for ResourceClaim %s/%s to be created", pod.Namespace, name))
 	}
+	if !p.gangs.HasClaimants(key) {
+		// Gangs without claims (most) skip the scan of their members: PreEnqueue runs for every
+		// member when a gang's quorum appears, so the scan would cost O(members²) per gang.
+		return nil
+	}
 	g, found := p.gangs.Get(key)
 	if !found {
 		return nil
@@ -166,7 +171,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		ready[gs.Name] = gs.Held()
 	}
 	for _, m := range p.gangs.Pending(key) {
-		_, group, _ := gangcache.GangKey(m)
+		group := m.Labels[common.LabelPodClique]
 		if name := p.missingClaim(m); name != "" {
 			if waiting[group] == "" {
 				waiting[group] = fmt.Sprintf("ResourceClaim %s/%s of pod %s", m.Namespace, name, m.Name)

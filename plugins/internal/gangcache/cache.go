@@ -111,6 +111,8 @@ type entry struct {
 	// scout is the member that found the gang unplaceable; "" when none did since it was
 	// last placed.
 	scout types.UID
+	// claimants counts members that name ResourceClaims.
+	claimants int32
 }
 
 // Cache holds the gangs. Its methods are safe for concurrent use.
@@ -162,6 +164,9 @@ func (e *entry) counts(group string) *groupCounts {
 }
 
 func (e *entry) add(m *member, sign int32) {
+	if len(m.pod.Spec.ResourceClaims) > 0 {
+		e.claimants += sign
+	}
 	g := e.counts(m.group)
 	if m.present {
 		g.present += sign
@@ -420,6 +425,15 @@ func (c *Cache) Pending(key string) []*v1.Pod {
 		}
 	}
 	return out
+}
+
+// HasClaimants reports whether any member of the gang names a ResourceClaim: the DRA plugin's
+// per-member checks cost nothing for gangs without claims.
+func (c *Cache) HasClaimants(key string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	return e != nil && e.claimants > 0
 }
 
 // AllPending returns the pending present members of every gang.

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -183,4 +184,20 @@ func TestHeldAndPendingMembers(t *testing.T) {
 	assert.Equal(t, []string{"a2"}, pending)
 	assert.Len(t, c.Members(key, []types.UID{"a1", "gone"}), 1)
 	assert.Equal(t, []*v1.Pod{memberPod("a1", "a")}, c.Assumed(key))
+}
+
+func TestHasClaimantsFollowsMembersThatNameClaims(t *testing.T) {
+	c := New()
+	c.UpsertPodGang(podGang(1, 2))
+	plain := memberPod("a1", "a")
+	withClaim := memberPod("a2", "a", func(p *v1.Pod) {
+		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}}
+	})
+	c.UpsertPod(plain)
+	assert.False(t, c.HasClaimants(key))
+	c.UpsertPod(withClaim)
+	assert.True(t, c.HasClaimants(key))
+	c.UpsertPod(withClaim)
+	c.DeletePod(withClaim)
+	assert.False(t, c.HasClaimants(key), "an update counts once and a deletion takes it back")
 }
