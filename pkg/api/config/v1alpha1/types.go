@@ -87,7 +87,8 @@ type ServerConfiguration struct {
 type Server struct {
 	// BindAddress is the IP to listen on.
 	BindAddress string `json:"bindAddress"`
-	// Port to listen on; 0 disables the server.
+	// Port to listen on; unset (0) means the server's default port (webhooks 9443, health probes
+	// 9444, metrics 9445).
 	Port int `json:"port"`
 }
 
