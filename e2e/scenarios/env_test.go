@@ -96,6 +96,8 @@ type gangWatcher struct {
 	// lists, in watch order, the pods whose deletion began.
 	live      map[string]*corev1.Pod
 	deletions []deletion
+	// bindOrder lists "namespace/PodGang" once per pod binding, in watch (etcd revision) order.
+	bindOrder []string
 }
 
 // deletion is a pod whose deletion the watcher saw begin.
@@ -155,7 +157,24 @@ func (w *gangWatcher) observe(typ watch.EventType, pod *corev1.Pod) {
 		delete(w.bound[key], pod.Name)
 		return
 	}
+	if !w.bound[key][pod.Name] {
+		w.bindOrder = append(w.bindOrder, key)
+	}
 	w.bound[key][pod.Name] = true
+}
+
+// bindingsIn returns the PodGang of every pod binding in a namespace, in the order the API
+// recorded them.
+func (w *gangWatcher) bindingsIn(ns string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, key := range w.bindOrder {
+		if gangNS, gang, _ := strings.Cut(key, "/"); gangNS == ns {
+			out = append(out, gang)
+		}
+	}
+	return out
 }
 
 // recordDeletion keeps the last state of live pods and records each deletion once, when it

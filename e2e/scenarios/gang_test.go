@@ -120,3 +120,24 @@ func TestBaseGangFirstThenScaledGangs(t *testing.T) {
 	assert.Len(t, podGang(env, ns, common.ScaledPodGangName(pcsg, 3, 1)).Spec.PodGroups, 1)
 	w.assertNoPartialGang()
 }
+
+// With room for everything from the start, a replica's scaled PodGangs are still placed after
+// its base PodGang: the operator ungates their pods once the base gang is scheduled, so in the
+// API's order of bindings every base pod comes before any scaled pod.
+func TestScaledGangsBindAfterTheBaseGang(t *testing.T) {
+	env, w, ns := nodesEnv(t, framework.Options{}, 7, oneCPUNode)
+	ctx := context.Background()
+	p := withGroup(pcs(ns, "roomy", 1, clique("router", 1, "1"), clique("worker", 2, "1")), "workers", 3, 1, "worker")
+	require.NoError(t, env.Client.Create(ctx, p))
+	base := common.BasePodGangName("roomy", 0)
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "roomy")) == 7 }, 2*time.Minute, 500*time.Millisecond)
+
+	order := w.bindingsIn(ns)
+	require.Len(t, order, 7)
+	// Base gang: router + workers replica 0 (3 pods); then two scaled gangs of 2.
+	assert.Equal(t, []string{base, base, base}, order[:3], "binding order %v", order)
+	for _, gang := range order[3:] {
+		assert.NotEqual(t, base, gang, "binding order %v", order)
+	}
+	w.assertNoPartialGang()
+}
