@@ -9,12 +9,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
@@ -128,5 +130,92 @@ func TestMultipleClusterTopologies(t *testing.T) {
 	// That rack takes on-b's third replica.
 	scaleTo(t, env, pcsRef(ns, "on-b"), 3)
 	assert.Equal(t, rack("b", 2), placement(waitPods(t, env, ns, "on-b", 12), common.LabelPodGang)["on-b-2"])
+	w.assertNoPartialGang()
+}
+
+// packingCase is one PodCliqueSet of TestPackingAtEveryLevel and how its pods must share
+// domains: grouped by the pod label `by`, each group's bound pods span exactly `spans` values
+// of the node label `key`.
+type packingCase struct {
+	name  string
+	pcs   func(ns string) *corev1alpha1.PodCliqueSet
+	pods  int
+	by    string
+	key   string
+	spans int
+}
+
+// Required and preferred packing at the PodCliqueSet, scaling-group and clique level, for the
+// domains the other scenarios leave out, each on an empty fabric of 2 blocks × 2 racks × 2
+// two-CPU hosts. The first case is the control: without a constraint the default scoring
+// (least allocated) spreads a gang's pods over separate hosts and racks, so packing the others
+// see is the constraint's doing.
+func TestPackingAtEveryLevel(t *testing.T) {
+	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
+	ctx := context.Background()
+	onGroup := func(p *corev1alpha1.PodCliqueSet, required, preferred string) *corev1alpha1.PodCliqueSet {
+		group(p, "g").TopologyConstraint = pack("fabric", required, preferred)
+		return p
+	}
+	onClique := func(required, preferred string) cliqueOpt {
+		return func(c *corev1alpha1.PodCliqueTemplateSpec) {
+			c.TopologyConstraint = pack("fabric", required, preferred)
+		}
+	}
+	cases := []packingCase{
+		{name: "unconstrained", pods: 4, by: common.LabelPodGang, key: framework.RackKey, spans: 2,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet { return pcs(ns, "spread", 1, clique("w", 4, "1")) }},
+		{name: "set host", pods: 4, by: common.LabelPodGang, key: framework.HostKey, spans: 1,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet {
+				return withTopology(pcs(ns, "set-host", 2, clique("w", 2, "1")), "fabric", "host", "")
+			}},
+		{name: "group host", pods: 4, by: common.LabelPodGang, key: framework.HostKey, spans: 1,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet {
+				return onGroup(withGroup(pcs(ns, "group-host", 1, clique("w", 2, "1")), "g", 2, 1, "w"), "host", "")
+			}},
+		{name: "group block", pods: 8, by: common.LabelPodGang, key: framework.BlockKey, spans: 1,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet {
+				return onGroup(withGroup(pcs(ns, "group-block", 1, clique("p", 2, "1"), clique("d", 2, "1")), "g", 2, 1, "p", "d"), "block", "")
+			}},
+		{name: "clique block", pods: 6, by: common.LabelPodClique, key: framework.BlockKey, spans: 1,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet {
+				return pcs(ns, "clique-block", 1, clique("a", 3, "1", onClique("block", "")), clique("b", 3, "1", onClique("block", "")))
+			}},
+		{name: "group preferred rack", pods: 8, by: common.LabelPodGang, key: framework.RackKey, spans: 1,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet {
+				return onGroup(withGroup(pcs(ns, "group-near", 1, clique("w", 4, "1")), "g", 2, 1, "w"), "", "rack")
+			}},
+		{name: "clique preferred host", pods: 4, by: common.LabelPodClique, key: framework.HostKey, spans: 1,
+			pcs: func(ns string) *corev1alpha1.PodCliqueSet {
+				return pcs(ns, "clique-near", 1, clique("a", 2, "1", onClique("", "host")), clique("b", 2, "1", onClique("", "host")))
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.pcs(ns)
+			require.NoError(t, env.Client.Create(ctx, p))
+			pods := waitPods(t, env, ns, p.Name, tc.pods)
+			spans := map[string]map[string]int{}
+			for set := range placement(pods, tc.by) {
+				var members []corev1.Pod
+				for _, pod := range pods {
+					if pod.Labels[tc.by] == set {
+						members = append(members, pod)
+					}
+				}
+				spans[set] = labelsOfBoundPods(env, members, tc.key)
+			}
+			for set, domains := range spans {
+				if tc.spans == 1 {
+					assert.Len(t, domains, 1, "%s %s spans %s values %v", tc.by, set, tc.key, domains)
+				} else {
+					assert.GreaterOrEqual(t, len(domains), tc.spans, "%s %s spans %s values %v", tc.by, set, tc.key, domains)
+				}
+			}
+			// Leave an empty fabric to the next case.
+			require.NoError(t, env.Client.Delete(ctx, p))
+			require.Eventually(t, func() bool { return len(podsOf(t, env, ns, p.Name)) == 0 }, 2*time.Minute, 250*time.Millisecond)
+		})
+	}
 	w.assertNoPartialGang()
 }
