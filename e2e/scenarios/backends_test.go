@@ -1,0 +1,143 @@
+//go:build e2e
+
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/backend/kai"
+	"github.com/ai-dynamo/grove/pkg/backend/koordinator"
+	"github.com/ai-dynamo/grove/pkg/backend/kube"
+)
+
+// backendCase is a PodCliqueSet handed to one scheduler backend and the kinds of objects
+// that backend writes for each PodGang.
+type backendCase struct {
+	scheduler configv1alpha1.SchedulerName
+	labels    map[string]string
+	kinds     []schema.GroupVersionKind
+}
+
+// The third-party backends through the whole operator, as its ServiceAccount with the shipped
+// RBAC: with KAI, Koordinator and the Workload API enabled next to grove-scheduler, each
+// PodCliqueSet's PodGangs become its scheduler's objects, a scale-out adds the new replica's,
+// and deleting the PodCliqueSet leaves none behind. No scheduler of theirs runs here: this is
+// the operator's side of the contract; the objects' exact specs are checked against the real
+// CRDs in pkg/backend/*. Any request the shipped RBAC refuses fails the test (startEnv).
+func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
+	koordConfig := fmt.Sprintf(`{"topologyLayers":{"rack":{"key":%q,"layer":"RackLayer"},"block":{"key":%q,"layer":"BlockLayer"}}}`,
+		framework.RackKey, framework.BlockKey)
+	env, w := startEnv(t, framework.Options{
+		Cluster: cluster.Options{
+			WithThirdPartyCRDs: true,
+			FeatureGates:       map[string]bool{"GenericWorkload": true, "TopologyAwareWorkloadScheduling": true, "CompositePodGroup": true},
+			RuntimeConfig:      []string{"scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true"},
+			// Lets Workload API PodGroups go once their pods are gone.
+			ExtraControllers: []string{"podgroup-protection-controller"},
+		},
+		OperatorConfig: func(c *configv1alpha1.OperatorConfiguration) {
+			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{
+				{Name: configv1alpha1.SchedulerNameGrove},
+				{Name: configv1alpha1.SchedulerNameKAI},
+				{Name: configv1alpha1.SchedulerNameKoordinator, Config: &runtime.RawExtension{Raw: []byte(koordConfig)}},
+				{Name: configv1alpha1.SchedulerNameKube},
+			}
+		},
+	})
+	ctx := context.Background()
+	_, err := env.CreateNodes(ctx, framework.Fabric{Zones: 1, BlocksPerZone: 1, RacksPerBlock: 2, HostsPerRack: 2}, twoCPUNode)
+	require.NoError(t, err)
+	fabricTopology(t, env, "fabric")
+	ns := env.Cluster.TestNamespace(t)
+
+	// Grove keeps a KAI Topology equal to each ClusterTopology while KAI is enabled.
+	require.Eventually(t, func() bool {
+		_, found, err := getUnstructured(ctx, env.Client, kai.TopologyGVK, client.ObjectKey{Name: "fabric"})
+		return err == nil && found
+	}, time.Minute, 250*time.Millisecond, "the KAI Topology of ClusterTopology fabric")
+
+	cases := []backendCase{
+		{scheduler: configv1alpha1.SchedulerNameKAI, labels: map[string]string{common.LabelKAIQueue: "team-a"}, kinds: []schema.GroupVersionKind{kai.PodGroupGVK}},
+		{scheduler: configv1alpha1.SchedulerNameKoordinator, kinds: []schema.GroupVersionKind{koordinator.PodGroupGVK}},
+		{scheduler: configv1alpha1.SchedulerNameKube, kinds: []schema.GroupVersionKind{kube.PodGroupGVK, kube.CompositePodGroupGVK}},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.scheduler), func(t *testing.T) {
+			name := "on-" + string(tc.scheduler)
+			p := withTopology(pcs(ns, name, 1, clique("router", 1, "1"), clique("worker", 2, "1")), "fabric", "rack", "")
+			p.Labels = tc.labels
+			for _, c := range p.Spec.Template.Cliques {
+				c.Spec.PodSpec.SchedulerName = string(tc.scheduler)
+			}
+			require.NoError(t, env.Client.Create(ctx, p))
+			gangs := []string{name + "-0"}
+			expectOwners := func(want []string) {
+				t.Helper()
+				require.EventuallyWithT(t, func(c *assert.CollectT) {
+					for _, gvk := range tc.kinds {
+						assert.ElementsMatch(c, want, gangOwners(c, ctx, env.Client, gvk, ns, name), "PodGangs owning %s objects", gvk.Kind)
+					}
+				}, 2*time.Minute, 250*time.Millisecond, describe(env, ns, name, gangs[0]))
+			}
+			expectOwners(gangs)
+			for _, pod := range podsOf(t, env, ns, name) {
+				assert.Equal(t, string(tc.scheduler), pod.Spec.SchedulerName, pod.Name)
+			}
+
+			scaleTo(t, env, p, 2)
+			gangs = append(gangs, name+"-1")
+			expectOwners(gangs)
+
+			require.NoError(t, env.Client.Delete(ctx, p))
+			expectOwners(nil)
+		})
+	}
+	w.assertNoPartialGang()
+}
+
+// gangOwners lists, once per object, the PodGang owning each object of that kind in the
+// namespace whose PodGang belongs to the PodCliqueSet pcsName (PodGang names start with it).
+func gangOwners(c *assert.CollectT, ctx context.Context, cl client.Client, gvk schema.GroupVersionKind, ns, pcsName string) []string {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if !assert.NoError(c, cl.List(ctx, list, client.InNamespace(ns))) {
+		return nil
+	}
+	owners := map[string]bool{}
+	for _, obj := range list.Items {
+		for _, ref := range obj.GetOwnerReferences() {
+			if ref.Kind == "PodGang" && len(ref.Name) > len(pcsName) && ref.Name[:len(pcsName)+1] == pcsName+"-" {
+				owners[ref.Name] = true
+			}
+		}
+	}
+	var out []string
+	for o := range owners {
+		out = append(out, o)
+	}
+	return out
+}
+
+func getUnstructured(ctx context.Context, cl client.Client, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, bool, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := cl.Get(ctx, key, u)
+	if client.IgnoreNotFound(err) != nil {
+		return nil, false, err
+	}
+	return u, err == nil, nil
+}
