@@ -50,7 +50,8 @@ type Plugin struct {
 	gangs  *gangcache.Shared
 	ledger *ledger.Ledger
 	status *statusWriter
-	// queueTimes orders gangs in the queue: the PodGang's creation, or its last failed attempt.
+	// queueTimes orders gangs in the queue: the PodGang's creation, or its last failed attempt,
+	// then when the scheduler first saw a member.
 	queueTimes queueTimes
 }
 
@@ -123,7 +124,8 @@ func readState(state fwk.CycleState) *cycleState {
 }
 
 // Less orders the queue: priority, then gang age (a gang that just failed an attempt queues as
-// if it arrived then, so it does not block others forever), then gang, PodGroup and pod — so the
+// if it arrived then, so it does not block others forever), then the order gangs' first members
+// arrived, then gang, PodGroup and pod — so the
 // pods of one gang are adjacent and gangs do not interleave. It runs under the queue's lock on
 // every push and pop: it allocates nothing.
 func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
@@ -133,6 +135,9 @@ func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 	ka, kb := p.queueKey(a), p.queueKey(b)
 	if !ka.time.Equal(kb.time) {
 		return ka.time.Before(kb.time)
+	}
+	if !ka.arrival.Equal(kb.arrival) {
+		return ka.arrival.Before(kb.arrival)
 	}
 	for _, pair := range [4][2]string{{ka.namespace, kb.namespace}, {ka.gang, kb.gang}, {ka.group, kb.group}, {ka.pod, kb.pod}} {
 		if pair[0] != pair[1] {
@@ -144,7 +149,10 @@ func (p *Plugin) Less(a, b fwk.QueuedEntityInfo) bool {
 
 // queueKey is where an entity sorts. Pods outside gangs are gangs of their own, named by the pod.
 type queueKey struct {
-	time                        time.Time
+	// time has whole seconds for a gang that never failed (its PodGang's creationTimestamp);
+	// arrival, when its first member reached the queue, orders the gangs of one second as they
+	// came rather than by name ("gang-10" before "gang-9").
+	time, arrival               time.Time
 	namespace, gang, group, pod string
 }
 
@@ -156,11 +164,12 @@ func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 		if !isMember || gang == "" {
 			return queueKey{time: e.GetTimestamp(), namespace: pod.Namespace, gang: pod.Name}
 		}
-		t, ok := p.queueTimes.get(pod.Namespace, gang)
-		if !ok {
+		q := p.queueTimes.get(pod.Namespace, gang)
+		t := q.at
+		if t.IsZero() {
 			t = e.GetTimestamp()
 		}
-		return queueKey{time: t, namespace: pod.Namespace, gang: gang, group: pod.Labels[common.LabelPodClique], pod: pod.Name}
+		return queueKey{time: t, arrival: q.arrival, namespace: pod.Namespace, gang: gang, group: pod.Labels[common.LabelPodClique], pod: pod.Name}
 	case *framework.QueuedPodGroupInfo:
 		if info.PodGroup != nil {
 			return queueKey{time: e.GetTimestamp(), namespace: info.PodGroup.Namespace, gang: info.PodGroup.Name}
@@ -169,17 +178,22 @@ func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 	return queueKey{time: e.GetTimestamp()}
 }
 
-// queueTimes holds each gang's queue time by namespace and name (lookups allocate nothing).
+// queueTimes holds each gang's queue times by namespace and name (lookups allocate nothing).
 type queueTimes struct {
 	mu    sync.RWMutex
-	byKey map[string]map[string]time.Time
+	byKey map[string]map[string]gangQueueTime
 }
 
-func (q *queueTimes) get(namespace, name string) (time.Time, bool) {
+// gangQueueTime is where a gang queues: at (zero until its PodGang is seen), then arrival
+// (zero until a member reaches the queue).
+type gangQueueTime struct {
+	at, arrival time.Time
+}
+
+func (q *queueTimes) get(namespace, name string) gangQueueTime {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
-	t, ok := q.byKey[namespace][name]
-	return t, ok
+	return q.byKey[namespace][name]
 }
 
 func splitKey(key string) (namespace, name string) {
@@ -189,19 +203,42 @@ func splitKey(key string) (namespace, name string) {
 
 // set records a gang's queue time; onlyIfUnset keeps an existing one.
 func (q *queueTimes) set(key string, t time.Time, onlyIfUnset bool) {
+	q.update(key, func(g *gangQueueTime) {
+		if g.at.IsZero() || !onlyIfUnset {
+			g.at = t
+		}
+	})
+}
+
+// arrive records when the gang's first member reached the queue.
+func (q *queueTimes) arrive(key string, t time.Time) {
+	namespace, name := splitKey(key)
+	q.mu.RLock()
+	known := !q.byKey[namespace][name].arrival.IsZero()
+	q.mu.RUnlock()
+	if known {
+		return
+	}
+	q.update(key, func(g *gangQueueTime) {
+		if g.arrival.IsZero() {
+			g.arrival = t
+		}
+	})
+}
+
+func (q *queueTimes) update(key string, change func(*gangQueueTime)) {
 	namespace, name := splitKey(key)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.byKey == nil {
-		q.byKey = map[string]map[string]time.Time{}
+		q.byKey = map[string]map[string]gangQueueTime{}
 	}
 	if q.byKey[namespace] == nil {
-		q.byKey[namespace] = map[string]time.Time{}
+		q.byKey[namespace] = map[string]gangQueueTime{}
 	}
-	if _, ok := q.byKey[namespace][name]; ok && onlyIfUnset {
-		return
-	}
-	q.byKey[namespace][name] = t
+	g := q.byKey[namespace][name]
+	change(&g)
+	q.byKey[namespace][name] = g
 }
 
 func (q *queueTimes) remove(key string) {
@@ -224,6 +261,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	p.gangs.AddPodIfMissing(pod)
+	p.queueTimes.arrive(key, time.Now())
 	g, found := p.gangs.Get(key)
 	if !found {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGang %s to exist", key))

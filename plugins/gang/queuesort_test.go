@@ -35,8 +35,10 @@ func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
 		name string
 		// gangTimes is each gang's queue time (its PodGang's creation or last failed attempt).
 		gangTimes map[string]time.Duration
-		pods      []fwk.QueuedEntityInfo
-		want      []string
+		// arrivals is when each gang's first member reached the queue.
+		arrivals map[string]time.Duration
+		pods     []fwk.QueuedEntityInfo
+		want     []string
 	}{
 		{
 			name:      "members of a gang stay adjacent though queued at different times, PodGroup by PodGroup",
@@ -83,12 +85,39 @@ func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
 			},
 			want: []string{"a-w-0", "a-w-1", "b-w-0", "b-w-1"},
 		},
+		{
+			// PodGangs created in one second (creationTimestamp has whole seconds) queue as their
+			// members came, not by name.
+			name:      "same queue time: gangs in the order their members arrived",
+			gangTimes: map[string]time.Duration{"ns/gang-9": 0, "ns/gang-10": 0, "ns/gang-11": 0},
+			arrivals:  map[string]time.Duration{"ns/gang-9": 100 * time.Millisecond, "ns/gang-10": 200 * time.Millisecond, "ns/gang-11": 300 * time.Millisecond},
+			pods: []fwk.QueuedEntityInfo{
+				queued(t, "g11", "gang-11", "w", 0, 0),
+				queued(t, "g10", "gang-10", "w", 0, 0),
+				queued(t, "g9", "gang-9", "w", 0, 0),
+			},
+			want: []string{"g9", "g10", "g11"},
+		},
+		{
+			name:      "a failed gang's later queue time outweighs its early arrival",
+			gangTimes: map[string]time.Duration{"ns/a": 10 * time.Second, "ns/b": 0},
+			arrivals:  map[string]time.Duration{"ns/a": 0, "ns/b": 5 * time.Second},
+			pods: []fwk.QueuedEntityInfo{
+				queued(t, "a-w-0", "a", "w", 0, 0),
+				queued(t, "b-w-0", "b", "w", 0, 0),
+			},
+			want: []string{"b-w-0", "a-w-0"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Plugin{}
 			for gang, at := range tc.gangTimes {
 				p.setQueueTime(gang, t0.Add(at))
+			}
+			for gang, at := range tc.arrivals {
+				p.queueTimes.arrive(gang, t0.Add(at))
+				p.queueTimes.arrive(gang, t0.Add(time.Hour)) // only the first arrival counts
 			}
 			pods := append([]fwk.QueuedEntityInfo(nil), tc.pods...)
 			sort.SliceStable(pods, func(i, j int) bool { return p.Less(pods[i], pods[j]) })
@@ -104,6 +133,7 @@ func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
 func TestLessAllocatesNothing(t *testing.T) {
 	p := &Plugin{}
 	p.setQueueTime("ns/a", t0)
+	p.queueTimes.arrive("ns/a", t0)
 	a, b := queued(t, "a-w-0", "a", "w", 0, 0), queued(t, "plain", "", "", 0, time.Second)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { p.Less(a, b); p.Less(b, a) }))
 }

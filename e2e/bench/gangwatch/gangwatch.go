@@ -91,6 +91,21 @@ type Report struct {
 	// RacksPartlyUsed: racks holding pods with room left for another of the smallest pods,
 	// measured when the last gang became whole (or at Stop).
 	RacksPartlyUsed int `json:"racksPartlyUsed"`
+	// SlowestGangs are the timelines of the gangs that took longest from first pod seen to
+	// whole: where a slow gang lost its time (members arriving late, waiting to be attempted,
+	// or between its first and last binding).
+	SlowestGangs []GangTimeline `json:"slowestGangs,omitempty"`
+}
+
+// GangTimeline is one gang's way to whole, in seconds from the run's first pod seen.
+type GangTimeline struct {
+	Gang string `json:"gang"`
+	// FirstSeen and LastSeen: when its first and its last member appeared.
+	FirstSeen float64 `json:"firstSeen"`
+	LastSeen  float64 `json:"lastSeen"`
+	// FirstBound: its first binding; Whole: all members bound.
+	FirstBound float64 `json:"firstBound"`
+	Whole      float64 `json:"whole"`
 }
 
 // Watcher follows the benchmark's pods and nodes until Stop.

@@ -32,6 +32,8 @@ type gangKey struct{ namespace, name string }
 type gang struct {
 	size        int
 	firstSeen   time.Time
+	lastSeen    time.Time            // when its last member so far was first seen
+	firstBound  time.Time            // zero until a member is bound
 	members     map[types.UID]string // pod UID -> node name ("" while unbound)
 	bound       int
 	wholeAt     time.Time     // zero until every member is bound
@@ -126,11 +128,17 @@ func (t *tracker) observePod(p *corev1.Pod, now time.Time) (complete *gangKey) {
 		t.gangs[key] = g
 	}
 	prev, known := g.members[p.UID]
+	if !known {
+		g.lastSeen = now
+	}
 	g.members[p.UID] = p.Spec.NodeName
 	t.pods[p.UID] = podInfo{name: p.Name, gang: key, node: p.Spec.NodeName, milliCPU: podMilliCPU(p)}
 	progressed := (!known || prev == "") && p.Spec.NodeName != ""
 	if progressed {
 		g.bound++
+		if g.firstBound.IsZero() {
+			g.firstBound = now
+		}
 	}
 	t.updatePartial(g, now, progressed)
 	if g.bound >= g.size && g.wholeAt.IsZero() {
@@ -263,7 +271,8 @@ func (t *tracker) report(name string, now time.Time, deadlineHit bool) Report {
 		Finished:        t.finished() && !deadlineHit,
 	}
 	var completions []float64
-	for _, g := range t.gangs {
+	var timelines []GangTimeline
+	for key, g := range t.gangs {
 		if g.wasPartial {
 			r.PartiallyBoundGangs++
 		}
@@ -273,6 +282,8 @@ func (t *tracker) report(name string, now time.Time, deadlineHit bool) Report {
 		}
 		r.WholeGangs++
 		completions = append(completions, g.wholeAt.Sub(g.firstSeen).Seconds())
+		timelines = append(timelines, GangTimeline{Gang: key.name,
+			FirstSeen: t.since(g.firstSeen), LastSeen: t.since(g.lastSeen), FirstBound: t.since(g.firstBound), Whole: t.since(g.wholeAt)})
 		if g.wholeRacks == 1 {
 			r.GangsInOneRack++
 		}
@@ -281,6 +292,13 @@ func (t *tracker) report(name string, now time.Time, deadlineHit bool) Report {
 		r.AllGangsBoundSeconds = t.lastWhole.Sub(t.start).Seconds()
 	}
 	sort.Float64s(completions)
+	sort.Slice(timelines, func(i, j int) bool {
+		if a, b := timelines[i].Whole-timelines[i].FirstSeen, timelines[j].Whole-timelines[j].FirstSeen; a != b {
+			return a > b
+		}
+		return timelines[i].Gang < timelines[j].Gang
+	})
+	r.SlowestGangs = timelines[:min(len(timelines), slowestGangs)]
 	r.GangCompletionSeconds = Percentiles{
 		P50: percentile(completions, 0.50),
 		P99: percentile(completions, 0.99),
@@ -292,6 +310,14 @@ func (t *tracker) report(name string, now time.Time, deadlineHit bool) Report {
 	}
 	r.RacksTotal, r.RacksUsed, r.RacksPartlyUsed = u.total, u.used, u.partlyUsed
 	return r
+}
+
+// slowestGangs is how many gang timelines a report keeps.
+const slowestGangs = 3
+
+// since is the seconds from the first pod seen to at.
+func (t *tracker) since(at time.Time) float64 {
+	return at.Sub(t.start).Seconds()
 }
 
 // percentile of sorted values, nearest rank.

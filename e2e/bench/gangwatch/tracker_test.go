@@ -139,9 +139,36 @@ func TestTrackerReports(t *testing.T) {
 			}
 			assert.Equal(t, tt.wantComplete, completed)
 			tt.want.Name = "w"
-			assert.Equal(t, tt.want, tr.report("w", at(tt.stop), false))
+			got := tr.report("w", at(tt.stop), false)
+			got.SlowestGangs = nil // TestTrackerReportsTheSlowestGangs
+			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// The slowest gangs, slowest first, with when their members came and were bound: gang b's
+// second member arrives late, gang c waits 3 s before its first binding, gang d is fast and
+// gang e never becomes whole.
+func TestTrackerReportsTheSlowestGangs(t *testing.T) {
+	tr := newTracker(DefaultRackLabel, 5*time.Second)
+	tr.setNode(node("n", "r0", "100"))
+	for _, e := range []struct {
+		at       float64
+		gang     string
+		i        int
+		nodeName string
+	}{
+		{0, "b", 0, ""}, {0.5, "c", 0, ""}, {0.5, "c", 1, ""}, {1, "d", 0, ""}, {1, "d", 1, ""}, {1, "e", 0, ""},
+		{1.5, "d", 0, "n"}, {1.5, "d", 1, "n"}, {3.5, "c", 0, "n"}, {4, "c", 1, "n"},
+		{6, "b", 1, ""}, {6.5, "b", 0, "n"}, {6.5, "b", 1, "n"},
+	} {
+		tr.observePod(pod(e.gang, e.i, 2, 4, e.nodeName, false), at(e.at))
+	}
+	assert.Equal(t, []GangTimeline{
+		{Gang: "b", FirstSeen: 0, LastSeen: 6, FirstBound: 6.5, Whole: 6.5},
+		{Gang: "c", FirstSeen: 0.5, LastSeen: 0.5, FirstBound: 3.5, Whole: 4},
+		{Gang: "d", FirstSeen: 1, LastSeen: 1, FirstBound: 1.5, Whole: 1.5},
+	}, tr.report("w", at(7), false).SlowestGangs)
 }
 
 func TestTrackerIgnoresPodsWithoutGangLabels(t *testing.T) {
