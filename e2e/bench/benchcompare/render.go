@@ -57,7 +57,10 @@ func render(r *results, m machine) string {
 	b.WriteString("Each cell: the value - the mean over the run's rounds - then its ratio to the Baseline (kube-scheduler's default profile " +
 		"on the same pods without gangs) of the same run - the same processes and Kubernetes version; the mean of that run's Baseline test cases. " +
 		"`not run`: the scheduler has no results in this directory; `not supported`: it ran, but not this workload; `–`: not measured.\n\n" +
-		"- pods/s: scheduler_perf's SchedulingThroughput, sampled each second while pods get bound.\n" +
+		"- pods/s: scheduler_perf's SchedulingThroughput, sampled each second while pods get bound. Its window opens at the first " +
+		"binding, so time before a scheduler binds anything is not counted: one that holds pods back and binds them later in a burst " +
+		"scores higher here while finishing later, and one that binds pods as they are created is paced by their creation. " +
+		"`all gangs bound` is the end-to-end measure.\n" +
 		"- attempt p99: scheduler_scheduling_attempt_duration_seconds{result=scheduled}, from the start of a pod's last scheduling cycle " +
 		"until it is bound - for gang members this includes waiting at Permit for the rest of the gang.\n" +
 		"- all gangs bound: gangwatch, from the first pod seen until the last gang had all its pods bound.\n" +
