@@ -558,7 +558,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 		p.queueTimes.remove(key)
 		p.release(key)
 		p.status.enqueue(key)
-	case gangcache.MembersChanged:
+	case gangcache.MembersChanged, gangcache.FirstMember:
 		p.status.enqueue(key)
 	}
 }

@@ -56,10 +56,29 @@ const informerLag = 10 * time.Second
 // coalesceDelay lets a burst of bindings of one gang turn into one status write.
 const coalesceDelay = 200 * time.Millisecond
 
-// quorumGrace is how long a new PodGang may lack its pods before its status says so: the
-// operator creates them right after the PodGang, and saying it in between would cost every
-// gang a write.
+// quorumGrace is how long a gang may lack part of its quorum, counted from its first member
+// pod's creation, before its status says so: a pod creator makes a gang's pods together, and
+// saying it in between would cost every gang a write. A PodGang none of whose pods exists yet
+// gets no condition: the scheduler has nothing of it to place, and the pods' creator (the
+// operator's PodClique status) is where their absence shows. Counting from the PodGang's own
+// creation would cost a write for every gang created well before its pods (a burst of
+// PodGangs, a slow pod creator), however soon its pods then arrive together.
 const quorumGrace = 5 * time.Second
+
+// waitingForPods reports whether the gang's status should say it waits for its pods.
+func waitingForPods(g gangcache.Gang, now time.Time) bool {
+	after, ok := waitingForPodsAfter(g, now)
+	return ok && after == 0
+}
+
+// waitingForPodsAfter is how long after now the gang's missing quorum becomes worth a status
+// write; ok is false when it does not (its quorum is present, or none of its pods exists).
+func waitingForPodsAfter(g gangcache.Gang, now time.Time) (after time.Duration, ok bool) {
+	if g.MembersSince.IsZero() || g.Quorum.Missing() == "" {
+		return 0, false
+	}
+	return max(quorumGrace-now.Sub(g.MembersSince), 0), true
+}
 
 func newStatusWriter(gangs *gangcache.Shared, l *ledger.Ledger, nodes corelisters.NodeLister, recorder events.EventRecorder) *statusWriter {
 	return &statusWriter{
@@ -139,7 +158,7 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 		// The barrier has released the quorum and its bindings are in flight: the next thing
 		// worth a write is "bound" (or, if a binding fails, the attempt's failure reason).
 		return desiredStatus{}
-	case g.Quorum.Missing() != "" && w.now().Sub(pg.CreationTimestamp.Time) >= quorumGrace:
+	case waitingForPods(g, w.now()):
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonWaitingForPods, g.Quorum.Missing()
 	case reason != "":
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonUnschedulable, reason
@@ -198,9 +217,9 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	}
 	d := w.desired(g)
 	if d.condition == nil {
-		if age := w.now().Sub(g.PodGang.CreationTimestamp.Time); g.Quorum.Missing() != "" && age < quorumGrace {
+		if after, ok := waitingForPodsAfter(g, w.now()); ok && after > 0 {
 			// Look again once the pods had time to appear.
-			w.queue.AddAfter(key, quorumGrace-age+coalesceDelay)
+			w.queue.AddAfter(key, after+coalesceDelay)
 		}
 		return nil
 	}

@@ -19,9 +19,11 @@ import (
 func TestDesiredStatus(t *testing.T) {
 	scheduledFalse := &metav1.Condition{Type: v1alpha1.PodGangConditionScheduled, Status: metav1.ConditionFalse, Reason: common.ReasonUnschedulable}
 	tests := []struct {
-		name       string
-		group      ledger.GroupState
+		name  string
+		group ledger.GroupState
+		// age is the PodGang's; membersAge its first member pod's (none when 0).
 		age        time.Duration
+		membersAge time.Duration
 		existing   *metav1.Condition
 		wantWrite  bool
 		wantPhase  v1alpha1.PodGangPhase
@@ -29,8 +31,10 @@ func TestDesiredStatus(t *testing.T) {
 		wantReason string
 	}{
 		{name: "not attempted yet", group: ledger.GroupState{Min: 8, Present: 8}},
-		{name: "new, its pods still being created", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Second},
-		{name: "its pods missing for a while", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Minute,
+		{name: "new, its pods still being created", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Second, membersAge: time.Second},
+		{name: "old PodGang whose pods just started to arrive", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Minute, membersAge: time.Second},
+		{name: "no pod of it exists: nothing to place", group: ledger.GroupState{Min: 8}, age: time.Hour},
+		{name: "its pods missing for a while", group: ledger.GroupState{Min: 8, Present: 3}, age: time.Minute, membersAge: time.Minute,
 			wantWrite: true, wantPhase: v1alpha1.PodGangPhasePending,
 			wantStatus: metav1.ConditionFalse, wantReason: common.ReasonWaitingForPods},
 		{name: "members waiting at the barrier", group: ledger.GroupState{Min: 8, Present: 8, Assumed: 5},
@@ -53,7 +57,11 @@ func TestDesiredStatus(t *testing.T) {
 				pg.Status.Conditions = []metav1.Condition{*tt.existing}
 			}
 			tt.group.Name = "workers"
-			d := w.desired(gangcache.Gang{PodGang: pg, Quorum: ledger.Quorum{tt.group}})
+			g := gangcache.Gang{PodGang: pg, Quorum: ledger.Quorum{tt.group}}
+			if tt.membersAge > 0 {
+				g.MembersSince = clk.Now().Add(-tt.membersAge)
+			}
+			d := w.desired(g)
 			if !tt.wantWrite {
 				assert.Nil(t, d.condition)
 				return

@@ -6,6 +6,7 @@ package gangcache
 
 import (
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -61,6 +62,9 @@ const (
 	// scheduling queue may hold it from an earlier PreEnqueue (the quorum was missing then, or
 	// the pod was still gated) and no scheduler event brings it back.
 	MemberPresent
+	// FirstMember: the cache saw the first member pod of a known PodGang, and its quorum is
+	// not present yet.
+	FirstMember
 )
 
 // Listener is told about changes after the cache is updated, outside its lock.
@@ -98,6 +102,15 @@ type Template struct {
 	Rules nodes.Rules
 }
 
+// creationTime is when pod was created; now for a pod without a creation timestamp (never one
+// the apiserver served).
+func creationTime(pod *v1.Pod) time.Time {
+	if pod.CreationTimestamp.IsZero() {
+		return time.Now()
+	}
+	return pod.CreationTimestamp.Time
+}
+
 // TemplateOf is pod's Template.
 func TemplateOf(pod *v1.Pod) Template {
 	return Template{Shape: capacity.PodShape(pod), Rules: nodes.RulesOf(pod)}
@@ -113,6 +126,8 @@ type entry struct {
 	scout types.UID
 	// claimants counts members that name ResourceClaims.
 	claimants int32
+	// membersSince is the creation time of the earliest member pod seen; zero until one is.
+	membersSince time.Time
 }
 
 // Cache holds the gangs. Its methods are safe for concurrent use.
@@ -246,6 +261,10 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 	changed := old == nil || old.state != m.state || old.running != m.running || old.present != m.present
 	e.setMember(pod.UID, m)
 	var events []Event
+	first := e.membersSince.IsZero()
+	if created := creationTime(pod); first || created.Before(e.membersSince) {
+		e.membersSince = created
+	}
 	if e.updateQuorumPresent() {
 		events = append(events, QuorumPresent)
 	} else if e.quorumPresent && old != nil && !old.present && m.present {
@@ -253,6 +272,9 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 	}
 	if changed && old != nil {
 		events = append(events, MembersChanged)
+	}
+	if first && e.podGang != nil && !e.quorumPresent {
+		events = append(events, FirstMember)
 	}
 	return key, events
 }
@@ -372,6 +394,8 @@ func (c *Cache) Bind(pod *v1.Pod, node string) { c.setPlacement(pod, bound, node
 // Gang is a consistent read of one gang.
 type Gang struct {
 	PodGang *v1alpha1.PodGang
+	// MembersSince is the creation time of the earliest member pod seen; zero while none was.
+	MembersSince time.Time
 	// Quorum has the PodGang's PodGroups in spec order.
 	Quorum ledger.Quorum
 	// Running counts running members per PodGroup.
@@ -386,7 +410,7 @@ func (c *Cache) Get(key string) (Gang, bool) {
 	if e == nil || e.podGang == nil {
 		return Gang{}, false
 	}
-	g := Gang{PodGang: e.podGang, Quorum: make(ledger.Quorum, 0, len(e.podGang.Spec.PodGroups)), Running: map[string]int32{}}
+	g := Gang{PodGang: e.podGang, MembersSince: e.membersSince, Quorum: make(ledger.Quorum, 0, len(e.podGang.Spec.PodGroups)), Running: map[string]int32{}}
 	for _, pg := range e.podGang.Spec.PodGroups {
 		gs := ledger.GroupState{Name: pg.Name, Min: pg.MinReplicas}
 		if counts := e.groups[pg.Name]; counts != nil {

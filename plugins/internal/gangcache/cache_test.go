@@ -131,9 +131,15 @@ func TestMemberUngatedAfterTheQuorumIsTold(t *testing.T) {
 	c.AddListener(r.listen)
 	c.UpsertPodGang(podGang(1, 1, 1))
 	c.AddPodIfMissing(memberPod("a2", "a", gated)) // PreEnqueue saw it first, still gated
+	var told []Event
+	require.Eventually(t, func() bool {
+		told = append(told, r.take()...)
+		return len(told) == 2
+	}, 10*time.Second, time.Millisecond, "AddPodIfMissing tells listeners from another goroutine")
+	assert.Equal(t, []Event{GangChanged, FirstMember}, told, "the gang's first pod, its quorum missing")
 	c.UpsertPod(memberPod("a1", "a"))
 	c.UpsertPod(memberPod("b1", "b"))
-	assert.Equal(t, []Event{GangChanged, QuorumPresent}, r.take())
+	assert.Equal(t, []Event{QuorumPresent}, r.take())
 	c.UpsertPod(memberPod("a2", "a"))
 	assert.Equal(t, []Event{MemberPresent, MembersChanged}, r.take())
 	c.UpsertPod(memberPod("a2", "a"))
@@ -200,4 +206,35 @@ func TestHasClaimantsFollowsMembersThatNameClaims(t *testing.T) {
 	c.UpsertPod(withClaim)
 	c.DeletePod(withClaim)
 	assert.False(t, c.HasClaimants(key), "an update counts once and a deletion takes it back")
+}
+
+// The status writer counts a missing quorum's grace from the gang's first pod: the cache keeps
+// the earliest member's creation time and tells, once, when a known gang's first pod arrives
+// without completing the quorum.
+func TestFirstMemberIsToldOnceAndMembersSinceIsTheEarliestPod(t *testing.T) {
+	created := func(at time.Time) func(*v1.Pod) {
+		return func(p *v1.Pod) { p.CreationTimestamp = metav1.NewTime(at) }
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := New()
+	r := &recorder{}
+	c.AddListener(r.listen)
+	c.UpsertPodGang(podGang(1, 2, 1))
+	g, _ := c.Get(key)
+	assert.True(t, g.MembersSince.IsZero(), "no pod yet")
+	assert.Equal(t, []Event{GangChanged}, r.take())
+
+	c.UpsertPod(memberPod("a1", "a", created(t0.Add(time.Minute))))
+	assert.Equal(t, []Event{FirstMember}, r.take())
+	c.UpsertPod(memberPod("a2", "a", created(t0)))
+	assert.Empty(t, r.take(), "told once")
+	g, _ = c.Get(key)
+	assert.Equal(t, t0, g.MembersSince, "the earliest member's creation")
+
+	other := New()
+	other.AddListener(r.listen)
+	other.UpsertPodGang(podGang(1, 1))
+	r.take()
+	other.UpsertPod(memberPod("a1", "a", created(t0)))
+	assert.Equal(t, []Event{QuorumPresent}, r.take(), "a first pod that completes the quorum leaves nothing to wait for")
 }
