@@ -98,6 +98,8 @@ type gangWatcher struct {
 	deletions []deletion
 	// bindOrder lists "namespace/PodGang" once per pod binding, in watch (etcd revision) order.
 	bindOrder []string
+	// ended says the pod watch stopped before stop was called: later bindings went unseen.
+	ended bool
 }
 
 // deletion is a pod whose deletion the watcher saw begin.
@@ -117,8 +119,7 @@ func watchGangs(t *testing.T, env *framework.Env) *gangWatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &gangWatcher{t: t, env: env, cancel: cancel, done: make(chan struct{}),
 		bound: map[string]map[string]bool{}, partlySince: map[string]time.Time{}, live: map[string]*corev1.Pod{}}
-	wi, err := env.Clientset.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: common.LabelPodGang})
-	require.NoError(t, err)
+	events := watchPods(ctx, t, env, "", common.LabelPodGang)
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(time.Second)
@@ -126,10 +127,12 @@ func watchGangs(t *testing.T, env *framework.Env) *gangWatcher {
 		for {
 			select {
 			case <-ctx.Done():
-				wi.Stop()
 				return
-			case ev, ok := <-wi.ResultChan():
+			case ev, ok := <-events:
 				if !ok {
+					w.mu.Lock()
+					w.ended = ctx.Err() == nil
+					w.mu.Unlock()
 					return
 				}
 				pod, isPod := ev.Object.(*corev1.Pod)
@@ -258,6 +261,7 @@ func (w *gangWatcher) assertNoPartialGang() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	require.Empty(w.t, w.violations, "partly bound gangs")
+	require.False(w.t, w.ended, "the pod watch ended early: bindings after that went unseen")
 }
 
 func (w *gangWatcher) stop() {
@@ -424,20 +428,17 @@ func watchPodCreations(t *testing.T, env *framework.Env, ns, selector string) *p
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &podCreations{t: t, cancel: cancel, done: make(chan struct{}), names: map[types.UID]string{}}
-	// Without a resourceVersion the watch starts with an ADDED event for every existing pod.
-	wi, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	require.NoError(t, err)
+	events := watchPods(ctx, t, env, ns, selector)
 	go func() {
 		defer close(c.done)
-		defer wi.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case ev, ok := <-wi.ResultChan():
+			case ev, ok := <-events:
 				c.mu.Lock()
 				if !ok {
-					c.ended = true
+					c.ended = ctx.Err() == nil
 					c.mu.Unlock()
 					return
 				}
