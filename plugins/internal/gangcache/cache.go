@@ -126,7 +126,8 @@ type entry struct {
 	scout types.UID
 	// claimants counts members that name ResourceClaims.
 	claimants int32
-	// membersSince is the creation time of the earliest member pod seen; zero until one is.
+	// membersSince is the creation time of the earliest member pod seen since the gang last had
+	// none; zero while it has none.
 	membersSince time.Time
 }
 
@@ -200,17 +201,24 @@ func (e *entry) add(m *member, sign int32) {
 	}
 }
 
-// setMember replaces the member's record, keeping the counts right.
+// setMember replaces the member's record, keeping the counts and membersSince right.
 func (e *entry) setMember(uid types.UID, m *member) {
 	if old := e.members[uid]; old != nil {
 		e.add(old, -1)
 	}
 	if m == nil {
 		delete(e.members, uid)
+		if len(e.members) == 0 {
+			// The gang's pods are all gone: when new ones come, their wait starts afresh.
+			e.membersSince = time.Time{}
+		}
 		return
 	}
 	e.members[uid] = m
 	e.add(m, +1)
+	if created := creationTime(m.pod); e.membersSince.IsZero() || created.Before(e.membersSince) {
+		e.membersSince = created
+	}
 }
 
 // updateQuorumPresent reports whether the gang's quorum just became present.
@@ -259,12 +267,9 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 		m.state, m.node = old.state, old.node
 	}
 	changed := old == nil || old.state != m.state || old.running != m.running || old.present != m.present
+	first := len(e.members) == 0
 	e.setMember(pod.UID, m)
 	var events []Event
-	first := e.membersSince.IsZero()
-	if created := creationTime(pod); first || created.Before(e.membersSince) {
-		e.membersSince = created
-	}
 	if e.updateQuorumPresent() {
 		events = append(events, QuorumPresent)
 	} else if e.quorumPresent && old != nil && !old.present && m.present {
@@ -394,7 +399,8 @@ func (c *Cache) Bind(pod *v1.Pod, node string) { c.setPlacement(pod, bound, node
 // Gang is a consistent read of one gang.
 type Gang struct {
 	PodGang *v1alpha1.PodGang
-	// MembersSince is the creation time of the earliest member pod seen; zero while none was.
+	// MembersSince is the creation time of the earliest member pod seen since the gang last had
+	// none; zero while it has none.
 	MembersSince time.Time
 	// Quorum has the PodGang's PodGroups in spec order.
 	Quorum ledger.Quorum

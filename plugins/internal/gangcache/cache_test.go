@@ -231,6 +231,16 @@ func TestFirstMemberIsToldOnceAndMembersSinceIsTheEarliestPod(t *testing.T) {
 	g, _ = c.Get(key)
 	assert.Equal(t, t0, g.MembersSince, "the earliest member's creation")
 
+	c.DeletePod(memberPod("a1", "a"))
+	c.DeletePod(memberPod("a2", "a"))
+	r.take()
+	g, _ = c.Get(key)
+	assert.True(t, g.MembersSince.IsZero(), "every pod gone: nothing waits")
+	c.UpsertPod(memberPod("a3", "a", created(t0.Add(time.Hour))))
+	assert.Equal(t, []Event{FirstMember}, r.take(), "a new first pod is told again")
+	g, _ = c.Get(key)
+	assert.Equal(t, t0.Add(time.Hour), g.MembersSince, "the wait starts from the new pods")
+
 	other := New()
 	other.AddListener(r.listen)
 	other.UpsertPodGang(podGang(1, 1))
