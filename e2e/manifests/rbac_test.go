@@ -22,9 +22,9 @@ import (
 	kubeschedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/internal/operator/cert"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	_ "github.com/ai-dynamo/grove/pkg/api/pluginargs/scheme" // decodes the scheduler config's plugin args

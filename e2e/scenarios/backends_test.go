@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/internal/operator/backend/kai"
+	"github.com/ai-dynamo/grove/internal/operator/backend/koordinator"
+	"github.com/ai-dynamo/grove/internal/operator/backend/kube"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend/kai"
-	"github.com/ai-dynamo/grove/pkg/backend/koordinator"
-	"github.com/ai-dynamo/grove/pkg/backend/kube"
 )
 
 // backendCase is a PodCliqueSet handed to one scheduler backend and the kinds of objects
@@ -37,7 +37,7 @@ type backendCase struct {
 // PodCliqueSet's PodGangs become its scheduler's objects, a scale-out adds the new replica's,
 // and deleting the PodCliqueSet leaves none behind. No scheduler of theirs runs here: this is
 // the operator's side of the contract; the objects' exact specs are checked against the real
-// CRDs in pkg/backend/*. Any request the shipped RBAC refuses fails the test (startEnv).
+// CRDs in internal/operator/backend/*. Any request the shipped RBAC refuses fails the test (startEnv).
 func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 	koordConfig := fmt.Sprintf(`{"topologyLayers":{"rack":{"key":%q,"layer":"RackLayer"},"block":{"key":%q,"layer":"BlockLayer"}}}`,
 		framework.RackKey, framework.BlockKey)

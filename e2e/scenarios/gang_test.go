@@ -14,8 +14,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/plugins"
 )
 

@@ -14,7 +14,7 @@
 //     it, the others see it allocated and wait at Permit until that member is bound
 //     (inflight.go).
 //
-// The arithmetic lives in pkg/scheduling/devices; this package wires it to the framework.
+// The arithmetic lives in plugins/internal/devices; this package wires it to the framework.
 package dra
 
 import (
@@ -40,10 +40,10 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/scheduling/devices"
-	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
+	"github.com/ai-dynamo/grove/plugins/internal/devices"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -224,7 +224,7 @@ type gangView struct {
 }
 
 func (p *Plugin) view(key string, g gangcache.Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) *gangView {
-	v := &gangView{groupsOf: map[string]sets.Set[string]{}, key: topology.NewTree(&g.PodGang.Spec).Root.Required}
+	v := &gangView{groupsOf: map[string]sets.Set[string]{}, key: placement.NewTree(&g.PodGang.Spec).Root.Required}
 	for _, m := range p.quorumMembers(key, g, pod) {
 		_, group, _ := gangcache.GangKey(m)
 		for _, name := range usedClaims(m) {
@@ -379,7 +379,7 @@ func shortfall(key string, need *devices.Need, doms []devices.Domain) string {
 	}
 	where := "the nodes it may use offer"
 	if key != "" {
-		where = fmt.Sprintf("the best %s (%s), %q, offers", topology.DomainNoun(key), key, best.Value)
+		where = fmt.Sprintf("the best %s (%s), %q, offers", placement.DomainNoun(key), key, best.Value)
 	}
 	return fmt.Sprintf("DRA: the gang's ResourceClaims need %d free devices of %s (%s), but %s %d",
 		need.Count[bestKind], bestKind, claimList(need.Claims[bestKind]), where, bestOffer)

@@ -3,8 +3,8 @@
 // members wait at a Permit barrier until every PodGroup has minReplicas members with a node —
 // then they bind together, or none does.
 //
-// The decisions live in pkg/scheduling/ledger (attempts, barrier, back-off) and
-// pkg/scheduling/capacity (whole-gang pre-check); this package wires them to the framework.
+// The decisions live in plugins/internal/ledger (attempts, barrier, back-off) and
+// plugins/internal/capacity (whole-gang pre-check); this package wires them to the framework.
 package gang
 
 import (
@@ -25,9 +25,9 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
-	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.

@@ -12,9 +12,9 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
-	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
 // A big gang behind a stream of small ones would wait forever: whenever room frees, a small
@@ -65,16 +65,16 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 			candidates = append(candidates, candidate{ni: ni, allowed: allowed, room: capacity.NodeFree(ni).FitCount(largest.Shape)})
 		}
 	}
-	if tree := topology.NewTree(&g.PodGang.Spec); tree.Constrained() {
-		nodes := make([]topology.Node, len(candidates))
+	if tree := placement.NewTree(&g.PodGang.Spec); tree.Constrained() {
+		nodes := make([]placement.Node, len(candidates))
 		demand := make(map[string]capacity.Demand, len(demands))
 		for i, c := range candidates {
-			nodes[i] = topology.Node{Name: c.ni.Node().Name, Labels: c.ni.Node().Labels, Free: capacity.NodeAllocatable(c.ni), Excluded: ^c.allowed}
+			nodes[i] = placement.Node{Name: c.ni.Node().Name, Labels: c.ni.Node().Labels, Free: capacity.NodeAllocatable(c.ni), Excluded: ^c.allowed}
 		}
 		for _, d := range demands {
 			demand[d.Group] = d
 		}
-		plan, unfit := topology.Choose(topology.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key)})
+		plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key)})
 		if unfit != nil {
 			return nil
 		}

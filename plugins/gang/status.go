@@ -19,8 +19,8 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 )
 
 // statusWriter keeps PodGang status current off the scheduling path: the Scheduled condition,

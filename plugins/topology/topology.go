@@ -3,7 +3,7 @@
 // PodGroup, nested — chosen once per gang attempt as the tightest domain that still holds the
 // gang, and it steers members towards the domain their gang prefers.
 //
-// The domain choice lives in pkg/scheduling/topology; this package wires it to the framework.
+// The domain choice lives in plugins/internal/placement; this package wires it to the framework.
 // Which members hold a node (and so pin their gang's domains) is recorded by the gang plugin in
 // the cache both share: the two are enabled together.
 package topology
@@ -24,9 +24,9 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
-	"github.com/ai-dynamo/grove/pkg/scheduling/topology"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -51,8 +51,8 @@ type Plugin struct {
 // gangPlan is the placement of one gang attempt.
 type gangPlan struct {
 	podGang *v1alpha1.PodGang
-	tree    *topology.Tree
-	plan    *topology.Plan
+	tree    *placement.Tree
+	plan    *placement.Plan
 }
 
 var (
@@ -98,8 +98,8 @@ func (p *Plugin) Name() string { return Name }
 type cycleState struct {
 	key       string
 	uid       types.UID
-	required  []topology.Choice
-	preferred *topology.Choice
+	required  []placement.Choice
+	preferred *placement.Choice
 	shape     capacity.Resources
 	// narrowed: Filter runs only on the preferred domain's nodes.
 	narrowed bool
@@ -163,18 +163,18 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 // planFor returns the gang's placement. It is decided when no member is assumed — the start of
 // an attempt — and reused by the attempt's later members, so a gang's domain is chosen once per
 // attempt. tree is nil for gangs without pack constraints.
-func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeInfos []fwk.NodeInfo) (*topology.Plan, *topology.Tree, *topology.Unfit) {
+func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeInfos []fwk.NodeInfo) (*placement.Plan, *placement.Tree, *placement.Unfit) {
 	p.mu.Lock()
 	gp := p.plans[key]
 	if gp != nil && gp.podGang == g.PodGang && gp.plan != nil && g.Quorum.Assumed() > 0 {
 		p.mu.Unlock()
 		return gp.plan, gp.tree, nil
 	}
-	var tree *topology.Tree
+	var tree *placement.Tree
 	if gp != nil && gp.podGang == g.PodGang {
 		tree = gp.tree
 	} else {
-		tree = topology.NewTree(&g.PodGang.Spec)
+		tree = placement.NewTree(&g.PodGang.Spec)
 	}
 	if !tree.Constrained() {
 		// Remember the tree so that unconstrained gangs cost one map lookup per member.
@@ -199,10 +199,10 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	devices := p.gangs.DeviceAdvice(key, g, pod, nodeInfos)
 	// Nodes reserved for a starving gang that outranks this one are not for it.
 	reservation, prio, now := p.gangs.Reservation(), corev1helpers.PodPriority(pod), time.Now()
-	candidates := make([]topology.Node, len(nodeInfos))
+	candidates := make([]placement.Node, len(nodeInfos))
 	for i, ni := range nodeInfos {
 		node := ni.Node()
-		candidates[i] = topology.Node{Name: node.Name, Labels: node.Labels}
+		candidates[i] = placement.Node{Name: node.Name, Labels: node.Labels}
 		allowed := classes.Allowed(node)
 		if devices.Usable != nil && !devices.Usable[node.Name] || reservation.Excludes(key, prio, node.Name, now) {
 			allowed = 0
@@ -219,7 +219,7 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	for group, anchors := range devices.Anchors {
 		held[group] = append(held[group], anchors...)
 	}
-	plan, unfit := topology.Choose(topology.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held})
+	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held})
 	p.mu.Lock()
 	p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree, plan: plan}
 	p.mu.Unlock()
@@ -257,7 +257,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	labels := nodeInfo.Node().Labels
 	for _, c := range s.required {
 		if labels[c.Key] != c.Value {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the gang's %s %q", topology.DomainNoun(c.Key), c.Value))
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the gang's %s %q", placement.DomainNoun(c.Key), c.Value))
 		}
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 )
 
 const (

@@ -3,9 +3,9 @@ package app
 import (
 	"fmt"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/backend/factories"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
-	"github.com/ai-dynamo/grove/pkg/backend/factories"
 )
 
 // newBackendRegistry builds the scheduler backends enabled by scheduler.profiles. A profile

@@ -5,8 +5,8 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller"
 )

@@ -7,7 +7,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ai-dynamo/grove/internal/startupwaiter"
+	"github.com/ai-dynamo/grove/internal/operator/startupwaiter"
 )
 
 // newWaitForCliquesCommand is the startup-ordering init container: grove-operator's image runs

@@ -10,11 +10,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	"github.com/ai-dynamo/grove/internal/operator/cert"
 	"github.com/ai-dynamo/grove/internal/operator/webhook"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
 )
 
 // certSyncBackoff bounds how long start-up waits for the apiserver to store the webhook

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/internal/operator/cert"
-	"github.com/ai-dynamo/grove/internal/operator/webhook/webhooktest"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/operator/backend/factories"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend/factories"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"

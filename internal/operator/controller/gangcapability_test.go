@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/operator/backend/kube"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend/kube"
 )
 
 // TestGangSchedulingUnavailableOnDefaultSchedulerWithoutTheWorkloadAPI runs a PodCliqueSet on

@@ -29,13 +29,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/backend/factories"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
-	"github.com/ai-dynamo/grove/pkg/backend/factories"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller"
 )

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
@@ -30,7 +30,7 @@ func sharing(name, namespace string, scope corev1alpha1.ResourceSharingScope) co
 	return corev1alpha1.ResourceSharingSpec{Name: name, Namespace: namespace, Scope: scope}
 }
 
-// sharingPCS is the hierarchical scenario of seed 004, on the disaggregated PodCliqueSet
+// sharingPCS is the hierarchical sharing scenario (claims at every level), on the disaggregated PodCliqueSet
 // (standalone router; scaling group "workers" of prefill and decode, 2 replicas) with one pod
 // per clique and an init container:
 //   - PodCliqueSet: "fabric" AllReplicas filtered to the router clique; "scratch" PerReplica
@@ -211,7 +211,7 @@ func (e *env) checkReplicaPods(c *assert.CollectT, pcs string, i int, routerPods
 	}
 }
 
-// TestHierarchicalResourceSharing runs seed 004's scenario: claims at every level with
+// TestHierarchicalResourceSharing runs the hierarchical sharing scenario: claims at every level with
 // filters and a cross-namespace template; scaling the group, a clique and the PodCliqueSet out
 // and in; a deleted claim coming back; and every claim gone with the PodCliqueSet.
 func TestHierarchicalResourceSharing(t *testing.T) {

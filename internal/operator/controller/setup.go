@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"

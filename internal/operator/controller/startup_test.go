@@ -19,12 +19,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
-	"github.com/ai-dynamo/grove/internal/startupwaiter"
+	"github.com/ai-dynamo/grove/internal/operator/startupwaiter"
 )
 
 // waiterOf returns the pod's startup-waiter init container, or nil.

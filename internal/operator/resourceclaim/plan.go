@@ -1,4 +1,5 @@
-// Package resourceclaim implements hierarchical resource sharing with DRA (seed 004): the
+// Package resourceclaim implements hierarchical resource sharing with DRA (claims shared at
+// PodCliqueSet, scaling-group and clique level, each AllReplicas or PerReplica): the
 // ResourceClaims that resourceSharing entries of a PodCliqueSet, a scaling group and a clique
 // ask for, and the claim references of the pods that share them.
 //

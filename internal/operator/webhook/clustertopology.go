@@ -7,9 +7,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/api/core/validation"
-	"github.com/ai-dynamo/grove/pkg/backend"
 )
 
 const kindClusterTopology = "ClusterTopology"

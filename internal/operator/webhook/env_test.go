@@ -27,9 +27,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
 	"github.com/ai-dynamo/grove/internal/operator/webhook"
-	"github.com/ai-dynamo/grove/internal/operator/webhook/webhooktest"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/operator/webhook"
-	"github.com/ai-dynamo/grove/internal/operator/webhook/webhooktest"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 

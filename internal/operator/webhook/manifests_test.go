@@ -22,10 +22,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 
 	"github.com/ai-dynamo/grove/internal/operator/webhook"
-	"github.com/ai-dynamo/grove/internal/operator/webhook/webhooktest"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )

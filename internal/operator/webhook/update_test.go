@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ai-dynamo/grove/internal/operator/webhook"
-	"github.com/ai-dynamo/grove/internal/operator/webhook/webhooktest"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
 )
 
 // Paths the webhooks are served on.

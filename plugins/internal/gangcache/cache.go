@@ -14,8 +14,8 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
-	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 

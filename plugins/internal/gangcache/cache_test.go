@@ -14,7 +14,7 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/scheduling/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 )
 
 const key = "ns/g"

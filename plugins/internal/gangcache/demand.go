@@ -3,7 +3,7 @@ package gangcache
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 )
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 )
 
 // Rules are the hard node rules of one pod, standing for its PodGroup (members share a pod

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ai-dynamo/grove/pkg/scheduling/capacity"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 )
 
 func TestEligibilityFor(t *testing.T) {

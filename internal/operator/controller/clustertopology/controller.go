@@ -1,5 +1,5 @@
 // Package clustertopology keeps the topology objects of the scheduler backends in line with
-// each ClusterTopology (seed 000). For every enabled topology-aware backend:
+// each ClusterTopology (a named, admin-owned list of topology levels). For every enabled topology-aware backend:
 //   - not listed in spec.schedulerReferences: Grove manages the backend's topology object
 //     (named like the ClusterTopology), creating, updating and, through a finalizer, deleting it;
 //   - listed there: the referenced object is managed elsewhere and only compared.
@@ -31,10 +31,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
 )
 
 // ControllerName names the controller, its logger and its events.

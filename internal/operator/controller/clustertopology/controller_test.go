@@ -32,14 +32,14 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ai-dynamo/grove/e2e/cluster"
+	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/backend/kai"
+	"github.com/ai-dynamo/grove/internal/operator/backend/koordinator"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
-	"github.com/ai-dynamo/grove/pkg/backend/kai"
-	"github.com/ai-dynamo/grove/pkg/backend/koordinator"
 )
 
 func TestMain(m *testing.M) {

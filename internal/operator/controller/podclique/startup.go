@@ -13,7 +13,7 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
-	"github.com/ai-dynamo/grove/internal/startupwaiter"
+	"github.com/ai-dynamo/grove/internal/operator/startupwaiter"
 )
 
 // errParentMissing delays pod creation until every parent PodClique exists: the waiter needs

@@ -3,10 +3,10 @@ package podcliqueset
 import (
 	"sort"
 
+	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/topology"
 )
 
 // gangPlanInput is what the PodGangs of a PodCliqueSet are computed from. Existing objects
@@ -21,7 +21,7 @@ type gangPlanInput struct {
 	// pods are the names of live pods by PodGang and PodClique (from the pods' labels).
 	pods map[string]map[string][]string
 	// topology holds the translated constraints (empty without topology-aware scheduling).
-	topology topology.Translated
+	topology packing.Translated
 }
 
 // plannedGang is one PodGang the PodCliqueSet should have.

@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ai-dynamo/grove/internal/operator/packing"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/topology"
 )
 
 func testPCS(replicas int32) *corev1alpha1.PodCliqueSet {
@@ -104,7 +104,7 @@ func TestPlanPodGangsTopology(t *testing.T) {
 	pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "zone"}
 	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = &corev1alpha1.TopologyConstraint{PackDomain: "rack"}
 	pcs.Spec.Template.Clique("prefill").TopologyConstraint = &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Preferred: "host"}}
-	tr := topology.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}, {Domain: "rack", Key: "r"}, {Domain: "host", Key: "h"}})
+	tr := packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}, {Domain: "rack", Key: "r"}, {Domain: "host", Key: "h"}})
 	gangs := planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
 	require.Len(t, gangs, 2)
 	base, scaled := gangs[0], gangs[1]
@@ -122,7 +122,7 @@ func TestPlanPodGangsTopology(t *testing.T) {
 	assert.Equal(t, "h", scaled.spec.PodGroups[0].TopologyConstraint.Preferred())
 
 	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = nil
-	tr = topology.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}})
+	tr = packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}})
 	gangs = planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
 	assert.Equal(t, "z", gangs[1].spec.TopologyConstraint.Required(), "without its own, a scaled gang takes the PodCliqueSet's")
 	assert.Nil(t, gangs[0].spec.PodGroups[1].TopologyConstraint, "host is not a level: dropped")

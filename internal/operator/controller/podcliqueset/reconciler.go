@@ -17,11 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
-	"github.com/ai-dynamo/grove/pkg/topology"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
@@ -78,13 +78,13 @@ func (s *state) updatingReplica(i int) bool {
 type topologyState struct {
 	name       string
 	found      bool
-	translated topology.Translated
+	translated packing.Translated
 }
 
 // translated is the translation to apply to PodGangs (empty when there is none).
-func (s *state) translated() topology.Translated {
+func (s *state) translated() packing.Translated {
 	if s.topology == nil {
-		return topology.Translated{}
+		return packing.Translated{}
 	}
 	return s.topology.translated
 }
@@ -127,10 +127,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // scheduling is enabled and the PodCliqueSet has constraints.
 func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
 	t := &st.pcs.Spec.Template
-	if !r.TopologyAwareScheduling.Enabled || !topology.HasConstraints(t) {
+	if !r.TopologyAwareScheduling.Enabled || !packing.HasConstraints(t) {
 		return nil
 	}
-	ts := &topologyState{name: topology.NameOf(t)}
+	ts := &topologyState{name: packing.NameOf(t)}
 	var levels []corev1alpha1.TopologyLevel
 	if ts.name != "" {
 		ct := &corev1alpha1.ClusterTopology{}
@@ -142,7 +142,7 @@ func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
 			return err
 		}
 	}
-	ts.translated = topology.Translate(t, levels)
+	ts.translated = packing.Translate(t, levels)
 	st.topology = ts
 	return nil
 }

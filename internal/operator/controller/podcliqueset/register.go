@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/topology"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
@@ -43,10 +43,10 @@ const IndexTopologyName = "grove.io/topologyName"
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexTopologyName, func(obj client.Object) []string {
 		pcs, ok := obj.(*corev1alpha1.PodCliqueSet)
-		if !ok || !topology.HasConstraints(&pcs.Spec.Template) {
+		if !ok || !packing.HasConstraints(&pcs.Spec.Template) {
 			return nil
 		}
-		if name := topology.NameOf(&pcs.Spec.Template); name != "" {
+		if name := packing.NameOf(&pcs.Spec.Template); name != "" {
 			return []string{name}
 		}
 		return nil

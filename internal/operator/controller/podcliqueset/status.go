@@ -12,10 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	"github.com/ai-dynamo/grove/pkg/backend"
-	"github.com/ai-dynamo/grove/pkg/topology"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
@@ -131,7 +131,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	if st.topology == nil {
 		meta.RemoveStatusCondition(&status.Conditions, apicommon.ConditionTopologyLevelsUnavailable)
 	} else {
-		c := topology.LevelsUnavailableCondition(st.topology.name, st.topology.found, st.topology.translated.MissingDomains)
+		c := packing.LevelsUnavailableCondition(st.topology.name, st.topology.found, st.topology.translated.MissingDomains)
 		common.SetCondition(&status.Conditions, c, st.stored.Generation)
 	}
 	setGangSchedulingCondition(&status.Conditions, st)

@@ -12,7 +12,7 @@ import (
 
 var sharingScopes = []corev1alpha1.ResourceSharingScope{corev1alpha1.ResourceSharingScopeAllReplicas, corev1alpha1.ResourceSharingScopePerReplica}
 
-// validateResourceSharing checks DRA resource sharing (seed 004) at every level: inline
+// validateResourceSharing checks DRA resource sharing at every level: inline
 // templates are uniquely named and request devices; each resourceSharing list names a
 // template at most once with a known scope; a name that refers to an inline template carries
 // no namespace; filters are non-empty and name children of the level that declares them.

@@ -1,0 +1,153 @@
+package kai
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/testenv/backendtest"
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+)
+
+func TestInitDecodesConfigStrictly(t *testing.T) {
+	cases := []struct {
+		name    string
+		raw     string
+		want    Config
+		wantErr string
+	}{
+		{name: "no config", raw: ""},
+		{name: "default queue", raw: `{"defaultQueue":"team-a"}`, want: Config{DefaultQueue: "team-a"}},
+		{name: "misspelt field", raw: `{"defaultQeue":"team-a"}`, wantErr: `unknown field "defaultQeue"`},
+		{name: "trailing data", raw: `{"defaultQueue":"a"} {}`, wantErr: "decoding scheduler profile config"},
+		{name: "empty queue", raw: `{"defaultQueue":""}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &Backend{}
+			err := b.Init(context.Background(), backend.InitContext{Config: []byte(tc.raw), Logger: logr.Discard()})
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, b.cfg)
+		})
+	}
+}
+
+func pcs(labels map[string]string, cliqueLabels ...map[string]string) *corev1alpha1.PodCliqueSet {
+	p := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "inf", Labels: labels}}
+	for i, l := range cliqueLabels {
+		p.Spec.Template.Cliques = append(p.Spec.Template.Cliques, &corev1alpha1.PodCliqueTemplateSpec{Name: string(rune('a' + i)), Labels: l})
+	}
+	return p
+}
+
+func TestValidatePodCliqueSetRequiresOneQueue(t *testing.T) {
+	q := common.LabelKAIQueue
+	cases := []struct {
+		name         string
+		defaultQueue string
+		pcs          *corev1alpha1.PodCliqueSet
+		wantFields   []string
+		wantDetail   string
+	}{
+		{name: "queue on the PodCliqueSet", pcs: pcs(map[string]string{q: "team-a"}, nil, nil)},
+		{name: "cliques repeat the queue", pcs: pcs(map[string]string{q: "team-a"}, map[string]string{q: "team-a"}, nil)},
+		{name: "default queue", defaultQueue: "shared", pcs: pcs(nil, nil)},
+		{name: "no queue", pcs: pcs(nil, nil), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}, wantDetail: "label the PodCliqueSet"},
+		{name: "clique disagrees", pcs: pcs(map[string]string{q: "team-a"}, nil, map[string]string{q: "team-b"}),
+			wantFields: []string{"spec.template.cliques[1].labels[kai.scheduler/queue]"}, wantDetail: `must equal the PodCliqueSet's queue "team-a"`},
+		{name: "clique disagrees with the default queue", defaultQueue: "shared", pcs: pcs(nil, map[string]string{q: "team-b"}),
+			wantFields: []string{"spec.template.cliques[0].labels[kai.scheduler/queue]"}, wantDetail: `"shared"`},
+		{name: "clique alone is not enough", pcs: pcs(nil, map[string]string{q: "team-a"}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
+		{name: "empty queue label", pcs: pcs(map[string]string{q: ""}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &Backend{cfg: Config{DefaultQueue: tc.defaultQueue}}
+			_, errs := b.ValidatePodCliqueSet(context.Background(), tc.pcs)
+			var fields []string
+			for _, e := range errs {
+				fields = append(fields, e.Field)
+			}
+			assert.Equal(t, tc.wantFields, fields)
+			if tc.wantDetail != "" {
+				require.NotEmpty(t, errs)
+				assert.Contains(t, errs[0].Detail, tc.wantDetail)
+			}
+		})
+	}
+}
+
+func TestPreparePodPointsAtPodGroupAndSubGroup(t *testing.T) {
+	long := "inference-with-a-rather-long-name-0-workers-12-prefill-leader-pods"
+	cases := []struct {
+		podGroup, wantSubGroup string
+	}{
+		{"inf-0-workers-0-prefill", "inf-0-workers-0-prefill"},
+		{long, common.ShortenLabelValue(long)},
+	}
+	for _, tc := range cases {
+		pod := backendtest.Pod()
+		(&Backend{}).PreparePod(pod, backend.PodGangRef{Name: "inf-0", PodGroup: tc.podGroup})
+		assert.Equal(t, "kai-scheduler", pod.Spec.SchedulerName)
+		assert.Equal(t, map[string]string{"pod-group-name": "inf-0"}, pod.Annotations)
+		assert.Equal(t, map[string]string{"kai.scheduler/subgroup-name": tc.wantSubGroup}, pod.Labels)
+		assert.LessOrEqual(t, len(pod.Labels["kai.scheduler/subgroup-name"]), 63)
+	}
+}
+
+func TestDesiredPodGroupRejectsGangsKAICannotNest(t *testing.T) {
+	groups := []schedv1alpha1.PodGroup{{Name: "a", MinReplicas: 1}, {Name: "b", MinReplicas: 1}}
+	cases := []struct {
+		name    string
+		groups  []schedv1alpha1.PodGroup
+		configs []schedv1alpha1.TopologyConstraintGroupConfig
+		wantErr string
+	}{
+		{name: "group twice", groups: append(groups, groups[0]), wantErr: `lists PodGroup "a" twice`},
+		{name: "unknown group", groups: groups, configs: []schedv1alpha1.TopologyConstraintGroupConfig{{Name: "g", PodGroupNames: []string{"c"}}},
+			wantErr: `names unknown PodGroup "c"`},
+		{name: "two parents", groups: groups, configs: []schedv1alpha1.TopologyConstraintGroupConfig{
+			{Name: "g1", PodGroupNames: []string{"a"}}, {Name: "g2", PodGroupNames: []string{"a", "b"}}}, wantErr: `is in topology group configs "g1" and "g2"`},
+		{name: "config named like a group", groups: groups, configs: []schedv1alpha1.TopologyConstraintGroupConfig{{Name: "b", PodGroupNames: []string{"a"}}},
+			wantErr: `config "b" has the name of another KAI subGroup`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := backendtest.PodGang("ns", "gang", "", tc.groups)
+			pg.Spec.TopologyConstraintGroupConfigs = tc.configs
+			_, err := desiredPodGroup(pg, "q", "")
+			require.Error(t, err)
+			assert.True(t, strings.Contains(err.Error(), tc.wantErr), err.Error())
+		})
+	}
+}
+
+func TestPodsJoinTheSubGroupOfTheirPodGroupEvenWithLongNames(t *testing.T) {
+	long := "inference-with-a-rather-long-name-0-workers-12-prefill-leader-pods"
+	pg := backendtest.PodGang("ns", "gang", "", []schedv1alpha1.PodGroup{{Name: long, MinReplicas: 0}, {Name: "b", MinReplicas: 2}})
+	u, err := desiredPodGroup(pg, "q", "")
+	require.NoError(t, err)
+	pod := backendtest.Pod()
+	(&Backend{}).PreparePod(pod, backend.PodGangRef{Name: "gang", PodGroup: long})
+	backendtest.JSONEqYAML(t, fmt.Sprintf(`
+queue: q
+minMember: 2
+subGroups:
+- name: %s
+- name: b
+  minMember: 2
+`, pod.Labels[LabelSubGroupName]), u.Object["spec"], "a group with minReplicas 0 leaves minMember unset (KAI's schema needs at least 1)")
+}

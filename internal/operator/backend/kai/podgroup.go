@@ -1,0 +1,190 @@
+package kai
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ai-dynamo/grove/internal/operator/backend/internal/thirdparty"
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+)
+
+// SyncPodGang creates or updates the PodGang's KAI PodGroup.
+func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) error {
+	queue := pg.Labels[common.LabelKAIQueue]
+	if queue == "" {
+		queue = b.cfg.DefaultQueue
+	}
+	if queue == "" {
+		return fmt.Errorf("PodGang %s/%s has no %s label and the kai-scheduler profile has no defaultQueue", pg.Namespace, pg.Name, common.LabelKAIQueue)
+	}
+	var topology string
+	if usesTopology(pg) {
+		var err error
+		if topology, err = b.topologyName(ctx, pg); err != nil {
+			return err
+		}
+	}
+	desired, err := desiredPodGroup(pg, queue, topology)
+	if err != nil {
+		return err
+	}
+	if err := thirdparty.ApplyControlled(ctx, b.client, desired, pg.UID); err != nil {
+		return fmt.Errorf("applying KAI PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+	}
+	return nil
+}
+
+// topologyName is the KAI Topology of the PodGang's ClusterTopology: the one referenced for
+// kai-scheduler in its schedulerReferences, else the one Grove manages under its name.
+func (b *Backend) topologyName(ctx context.Context, pg *schedv1alpha1.PodGang) (string, error) {
+	ctName := pg.Annotations[common.AnnotationTopologyName]
+	if ctName == "" {
+		return "", fmt.Errorf("PodGang %s/%s has topology constraints but no %s annotation naming their ClusterTopology",
+			pg.Namespace, pg.Name, common.AnnotationTopologyName)
+	}
+	ct := &corev1alpha1.ClusterTopology{}
+	if err := b.reader.Get(ctx, client.ObjectKey{Name: ctName}, ct); err != nil {
+		return "", fmt.Errorf("reading ClusterTopology %s of PodGang %s/%s: %w", ctName, pg.Namespace, pg.Name, err)
+	}
+	return TopologyNameFor(ct), nil
+}
+
+// TopologyNameFor is the KAI Topology that stands for a ClusterTopology.
+func TopologyNameFor(ct *corev1alpha1.ClusterTopology) string {
+	for _, r := range ct.Spec.SchedulerReferences {
+		if r.SchedulerName == string(configv1alpha1.SchedulerNameKAI) {
+			return r.Reference
+		}
+	}
+	return ct.Name
+}
+
+func usesTopology(pg *schedv1alpha1.PodGang) bool {
+	if hasLevel(pg.Spec.TopologyConstraint) {
+		return true
+	}
+	for _, g := range pg.Spec.PodGroups {
+		if hasLevel(g.TopologyConstraint) {
+			return true
+		}
+	}
+	for _, c := range pg.Spec.TopologyConstraintGroupConfigs {
+		if hasLevel(c.TopologyConstraint) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLevel(tc *schedv1alpha1.TopologyConstraint) bool {
+	return tc.Required() != "" || tc.Preferred() != ""
+}
+
+// desiredPodGroup is the KAI PodGroup of a PodGang with the fields Grove sets; topology is the
+// KAI Topology its constraints refer to.
+func desiredPodGroup(pg *schedv1alpha1.PodGang, queue, topology string) (*unstructured.Unstructured, error) {
+	subGroups, total, err := subGroups(pg, topology)
+	if err != nil {
+		return nil, err
+	}
+	spec := map[string]any{"queue": queue, "subGroups": subGroups}
+	setMinMember(spec, total)
+	if pg.Spec.PriorityClassName != "" {
+		spec["priorityClassName"] = pg.Spec.PriorityClassName
+	}
+	if tc := topologyConstraint(pg.Spec.TopologyConstraint, topology); tc != nil {
+		spec["topologyConstraint"] = tc
+	}
+	u := thirdparty.New(PodGroupGVK, client.ObjectKey{Namespace: pg.Namespace, Name: pg.Name})
+	u.SetLabels(thirdparty.ManagedLabels(map[string]string{common.LabelPodGang: common.ShortenLabelValue(pg.Name)}))
+	u.SetOwnerReferences(append(u.GetOwnerReferences(), thirdparty.ControllerReference(pg, schedv1alpha1.SchemeGroupVersion.WithKind("PodGang"))))
+	u.Object["spec"] = spec
+	return u, nil
+}
+
+// subGroups lists one subGroup per topologyConstraintGroupConfig (the parents) and then one per
+// PodGroup, nested under the config that names it. It also returns the gang's minMember: the
+// sum of the PodGroups' minReplicas.
+func subGroups(pg *schedv1alpha1.PodGang, topology string) ([]any, int64, error) {
+	minReplicas := map[string]int32{}
+	for _, g := range pg.Spec.PodGroups {
+		if _, dup := minReplicas[g.Name]; dup {
+			return nil, 0, fmt.Errorf("PodGang %s/%s lists PodGroup %q twice", pg.Namespace, pg.Name, g.Name)
+		}
+		minReplicas[g.Name] = g.MinReplicas
+	}
+	parentOf := map[string]string{}
+	names := map[string]bool{}
+	for name := range minReplicas {
+		names[SubGroupName(name)] = true
+	}
+	var out []any
+	for _, c := range pg.Spec.TopologyConstraintGroupConfigs {
+		if names[c.Name] {
+			return nil, 0, fmt.Errorf("PodGang %s/%s: topology group config %q has the name of another KAI subGroup", pg.Namespace, pg.Name, c.Name)
+		}
+		names[c.Name] = true
+		var sum int64
+		for _, m := range c.PodGroupNames {
+			n, ok := minReplicas[m]
+			if !ok {
+				return nil, 0, fmt.Errorf("PodGang %s/%s: topology group config %q names unknown PodGroup %q", pg.Namespace, pg.Name, c.Name, m)
+			}
+			if p, taken := parentOf[m]; taken {
+				return nil, 0, fmt.Errorf("PodGang %s/%s: PodGroup %q is in topology group configs %q and %q; KAI nests a subGroup under one parent",
+					pg.Namespace, pg.Name, m, p, c.Name)
+			}
+			parentOf[m] = c.Name
+			sum += int64(n)
+		}
+		sg := map[string]any{"name": c.Name}
+		setMinMember(sg, sum)
+		if tc := topologyConstraint(c.TopologyConstraint, topology); tc != nil {
+			sg["topologyConstraint"] = tc
+		}
+		out = append(out, sg)
+	}
+	var total int64
+	for _, g := range pg.Spec.PodGroups {
+		sg := map[string]any{"name": SubGroupName(g.Name)}
+		setMinMember(sg, int64(g.MinReplicas))
+		if p, ok := parentOf[g.Name]; ok {
+			sg["parent"] = p
+		}
+		if tc := topologyConstraint(g.TopologyConstraint, topology); tc != nil {
+			sg["topologyConstraint"] = tc
+		}
+		out = append(out, sg)
+		total += int64(g.MinReplicas)
+	}
+	return out, total, nil
+}
+
+// setMinMember sets minMember unless it is 0, which KAI's schema does not accept (KAI reads an
+// unset minMember as 0).
+func setMinMember(m map[string]any, n int64) {
+	if n > 0 {
+		m["minMember"] = n
+	}
+}
+
+// topologyConstraint is a KAI topologyConstraint: the levels are node label keys of topology.
+func topologyConstraint(tc *schedv1alpha1.TopologyConstraint, topology string) map[string]any {
+	if !hasLevel(tc) {
+		return nil
+	}
+	m := map[string]any{"topology": topology}
+	if k := tc.Required(); k != "" {
+		m["requiredTopologyLevel"] = k
+	}
+	if k := tc.Preferred(); k != "" {
+		m["preferredTopologyLevel"] = k
+	}
+	return m
+}

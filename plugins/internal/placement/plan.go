@@ -1,0 +1,394 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
+)
+
+// Node is a node as the planner sees it. Free already excludes the gang's own assumed and bound
+// members (the scheduler counts them on their nodes); a node the gang may not use has no Free.
+type Node struct {
+	Name   string
+	Labels map[string]string
+	Free   capacity.Resources
+	// Excluded are the eligibility classes (capacity.Demand.Class) whose pods may not run here.
+	Excluded capacity.Mask
+}
+
+// Input is one planning question: where can the gang's remaining members go?
+type Input struct {
+	Tree  *Tree
+	Nodes []Node
+	// Demand is what each PodGroup still needs placed in this attempt.
+	Demand map[string]capacity.Demand
+	// Held lists, per PodGroup, the nodes of members already assumed or bound. They pin the
+	// domains of every set the PodGroup is in.
+	Held map[string][]string
+}
+
+// Choice is one value of a node-label key.
+type Choice struct {
+	Key, Value string
+}
+
+// Plan is the placement decided for one gang attempt.
+type Plan struct {
+	required  map[string][]Choice
+	allowed   map[string]sets.Set[string]
+	preferred map[string]Choice
+	// preferredNodes holds, per PodGroup, the nodes of its innermost preferred domain when that
+	// domain holds the rest of the set.
+	preferredNodes map[string]sets.Set[string]
+}
+
+// Required lists the domains a member of the PodGroup must be in, outermost first.
+func (p *Plan) Required(group string) []Choice { return p.required[group] }
+
+// AllowedNodes are the nodes of the PodGroup's innermost required domain; nil when the PodGroup
+// has no required key.
+func (p *Plan) AllowedNodes(group string) sets.Set[string] { return p.allowed[group] }
+
+// Preferred is the domain the PodGroup's members should share (innermost preferred key).
+func (p *Plan) Preferred(group string) (Choice, bool) {
+	c, ok := p.preferred[group]
+	return c, ok
+}
+
+// PreferredNodes are the nodes of the PodGroup's innermost preferred domain when that domain
+// holds the set's remaining members; nil when it does not, or there is no preferred key.
+func (p *Plan) PreferredNodes(group string) sets.Set[string] { return p.preferredNodes[group] }
+
+// Unfit says why the gang does not fit, in gang terms.
+type Unfit struct {
+	Set *Set
+	// Key is the required key no domain of which holds the set; "" for a plain shortage.
+	Key    string
+	Demand capacity.Demands
+	// Pinned is the domain members already run in, which the set may not leave.
+	Pinned string
+	// Best is the domain that holds the most of the set, BestFits how many.
+	Best     string
+	BestFits int64
+	// Domains is the number of domains considered.
+	Domains int
+	// Within names the enclosing domain when a nested set is what does not fit.
+	Within string
+}
+
+func (u *Unfit) Error() string {
+	if u.Within != "" {
+		inner := *u
+		inner.Within = ""
+		return u.Within + ": " + inner.Error()
+	}
+	switch {
+	case u.Key == "":
+		return fmt.Sprintf("%s needs %s; the nodes it may use fit %d", u.Set.What, u.Demand, u.BestFits)
+	case u.Pinned != "":
+		return fmt.Sprintf("%s needs %s more within %s %q (%s), where its members already run; it fits %d",
+			u.Set.What, u.Demand, DomainNoun(u.Key), u.Pinned, u.Key, u.BestFits)
+	case u.Domains == 0:
+		return fmt.Sprintf("%s needs %s within one %s, but no node it may use has the label %s",
+			u.Set.What, u.Demand, DomainNoun(u.Key), u.Key)
+	default:
+		noun := DomainNoun(u.Key)
+		return fmt.Sprintf("%s needs %s within one %s (%s); the best %s, %q, fits %d",
+			u.Set.What, u.Demand, noun, u.Key, noun, u.Best, u.BestFits)
+	}
+}
+
+// Choose decides the gang's domains: for every set with a required key, the value whose nodes
+// hold the set's remaining members (nested sets inside it) with the least capacity to spare —
+// tightest fit, so that big domains stay free for big gangs; members already placed pin the
+// value. For preferred keys it chooses the same way but never fails. It returns an Unfit when a
+// required domain, or the nodes as a whole, cannot hold the remaining members.
+func Choose(in Input) (*Plan, *Unfit) {
+	p := &planner{in: in, byName: make(map[string]int, len(in.Nodes)), demand: map[string]capacity.Demands{}}
+	for i := range in.Nodes {
+		p.byName[in.Nodes[i].Name] = i
+	}
+	p.collectDemand(in.Tree.Root)
+	p.pins, p.preferredPins = p.collectPins()
+	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes))}
+	for i := range in.Nodes {
+		w.idx[i] = i
+		w.free[i] = in.Nodes[i].Free.Clone()
+	}
+	rec := &record{required: map[string]Choice{}, preferred: map[string]Choice{},
+		domains: map[string]sets.Set[string]{}, preferredDomains: map[string]sets.Set[string]{}}
+	if _, unfit := p.fit(in.Tree.Root, w, rec); unfit != nil {
+		return nil, unfit
+	}
+	plan := &Plan{required: map[string][]Choice{}, allowed: map[string]sets.Set[string]{}, preferred: map[string]Choice{},
+		preferredNodes: map[string]sets.Set[string]{}}
+	for _, g := range in.Tree.Root.Groups {
+		for _, s := range in.Tree.Chain(g) {
+			if c, ok := rec.required[s.ID]; ok {
+				plan.required[g] = append(plan.required[g], c)
+				plan.allowed[g] = rec.domains[s.ID]
+			}
+			if c, ok := rec.preferred[s.ID]; ok {
+				plan.preferred[g] = c
+				if nodes, ok := rec.preferredDomains[s.ID]; ok {
+					plan.preferredNodes[g] = nodes
+				} else {
+					delete(plan.preferredNodes, g)
+				}
+			}
+		}
+	}
+	return plan, nil
+}
+
+type planner struct {
+	in     Input
+	byName map[string]int
+	// demand is each set's remaining demand, its nested sets' included.
+	demand              map[string]capacity.Demands
+	pins, preferredPins map[string]string
+}
+
+// work is a view of some nodes: positions into Input.Nodes and their remaining capacity.
+type work struct {
+	idx  []int
+	free []capacity.Resources
+}
+
+func (w work) subset(pos []int, clone bool) work {
+	s := work{idx: make([]int, len(pos)), free: make([]capacity.Resources, len(pos))}
+	for i, p := range pos {
+		s.idx[i] = w.idx[p]
+		if clone {
+			s.free[i] = w.free[p].Clone()
+		} else {
+			s.free[i] = w.free[p]
+		}
+	}
+	return s
+}
+
+func (w work) writeBack(pos []int, s work) {
+	for i, p := range pos {
+		w.free[p] = s.free[i]
+	}
+}
+
+// record collects the choices of a committed placement; nil while domains are only compared.
+type record struct {
+	required, preferred map[string]Choice
+	// domains and preferredDomains name the nodes of the chosen required domains, and of the
+	// preferred domains that hold their set.
+	domains, preferredDomains map[string]sets.Set[string]
+}
+
+func (p *planner) collectDemand(s *Set) capacity.Demands {
+	var d capacity.Demands
+	for _, g := range s.Groups {
+		if x, ok := p.in.Demand[g]; ok {
+			d = append(d, x)
+		}
+	}
+	p.demand[s.ID] = d
+	for _, c := range s.Children {
+		p.collectDemand(c)
+	}
+	return d
+}
+
+// collectPins finds, for every set, the domain most of its placed members are in.
+func (p *planner) collectPins() (required, preferred map[string]string) {
+	votes, prefVotes := map[string]map[string]int{}, map[string]map[string]int{}
+	vote := func(into map[string]map[string]int, set, value string) {
+		if into[set] == nil {
+			into[set] = map[string]int{}
+		}
+		into[set][value]++
+	}
+	for g, nodeNames := range p.in.Held {
+		for _, name := range nodeNames {
+			i, ok := p.byName[name]
+			if !ok {
+				continue
+			}
+			labels := p.in.Nodes[i].Labels
+			for _, s := range p.in.Tree.Chain(g) {
+				if v, ok := labels[s.Required]; ok && s.Required != "" {
+					vote(votes, s.ID, v)
+				}
+				if v, ok := labels[s.Preferred]; ok && s.Preferred != "" {
+					vote(prefVotes, s.ID, v)
+				}
+			}
+		}
+	}
+	return majority(votes), majority(prefVotes)
+}
+
+func majority(votes map[string]map[string]int) map[string]string {
+	out := map[string]string{}
+	for set, byValue := range votes {
+		best, n := "", -1
+		for _, v := range sortedKeys(byValue) {
+			if byValue[v] > n {
+				best, n = v, byValue[v]
+			}
+		}
+		out[set] = best
+	}
+	return out
+}
+
+// fit places set s and everything nested in it into w, choosing s's required domain first.
+// It returns how many pods it placed and, when they do not all fit, why.
+func (p *planner) fit(s *Set, w work, rec *record) (int64, *Unfit) {
+	if s.Required == "" {
+		if rec != nil && s.Preferred != "" {
+			p.choosePreferred(s, w, rec)
+		}
+		return p.fitInside(s, w, rec)
+	}
+	pos, value, unfit := p.chooseDomain(s, s.Required, p.pins[s.ID], w)
+	if unfit != nil {
+		return unfit.BestFits, unfit
+	}
+	domain := w.subset(pos, false)
+	if rec != nil {
+		rec.required[s.ID] = Choice{Key: s.Required, Value: value}
+		rec.domains[s.ID] = p.nodeNames(domain)
+		if s.Preferred != "" {
+			p.choosePreferred(s, domain, rec)
+		}
+	}
+	placed, unfit := p.fitInside(s, domain, rec)
+	w.writeBack(pos, domain)
+	return placed, unfit
+}
+
+// fitInside places s's nested sets (largest demand first) and then its PodGroups that are in no
+// nested set.
+func (p *planner) fitInside(s *Set, w work, rec *record) (int64, *Unfit) {
+	var placed int64
+	children := append([]*Set(nil), s.Children...)
+	sort.SliceStable(children, func(a, b int) bool {
+		return p.demand[children[a].ID].Total() > p.demand[children[b].ID].Total()
+	})
+	nested := sets.New[string]()
+	for _, c := range children {
+		nested.Insert(c.Groups...)
+		n, unfit := p.fit(c, w, rec)
+		placed += n
+		if unfit != nil {
+			return placed, unfit
+		}
+	}
+	var direct capacity.Demands
+	for _, g := range s.Groups {
+		if d, ok := p.in.Demand[g]; ok && !nested.Has(g) {
+			direct = append(direct, d)
+		}
+	}
+	if direct.Total() == 0 {
+		return placed, nil
+	}
+	var got int64
+	for _, n := range capacity.Place(w.free, p.allowed(w), direct) {
+		got += n
+	}
+	placed += got
+	if got < direct.Total() {
+		return placed, &Unfit{Set: s, Demand: p.demand[s.ID], BestFits: placed}
+	}
+	return placed, nil
+}
+
+// chooseDomain compares the values of key among w's nodes (only pinned when set) and returns
+// the positions in w of the tightest domain that holds s.
+func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, string, *Unfit) {
+	byValue := map[string][]int{}
+	for pos, i := range w.idx {
+		if v, ok := p.in.Nodes[i].Labels[key]; ok {
+			byValue[v] = append(byValue[v], pos)
+		}
+	}
+	values := sortedKeys(byValue)
+	if pinned != "" {
+		values = []string{pinned}
+	}
+	largest := p.demand[s.ID].Largest()
+	bestValue, bestSpare, found := "", int64(math.MaxInt64), false
+	mostValue, mostPlaced := "", int64(-1)
+	var mostUnfit *Unfit
+	for _, v := range values {
+		candidate := w.subset(byValue[v], true)
+		placed, unfit := p.fitInside(s, candidate, nil)
+		if placed > mostPlaced {
+			mostValue, mostPlaced, mostUnfit = v, placed, unfit
+		}
+		if unfit != nil {
+			continue
+		}
+		if spare := capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class); spare < bestSpare {
+			bestValue, bestSpare, found = v, spare, true
+		}
+	}
+	if !found {
+		if mostUnfit != nil && mostUnfit.Set != s && mostUnfit.Within == "" {
+			// A nested set is what does not fit: say so, in the domain that came closest.
+			nested := *mostUnfit
+			nested.Within = fmt.Sprintf("in the best %s, %q", DomainNoun(key), mostValue)
+			return nil, "", &nested
+		}
+		return nil, "", &Unfit{Set: s, Key: key, Demand: p.demand[s.ID], Pinned: pinned,
+			Best: mostValue, BestFits: max(mostPlaced, 0), Domains: len(byValue)}
+	}
+	return byValue[bestValue], bestValue, nil
+}
+
+// choosePreferred records the domain of s's preferred key: where its members already are, else
+// the tightest domain that holds s, else the one that holds most of it. When the domain holds
+// s, its nodes are recorded too.
+func (p *planner) choosePreferred(s *Set, w work, rec *record) {
+	pin := p.preferredPins[s.ID]
+	pos, value, unfit := p.chooseDomain(s, s.Preferred, pin, w)
+	switch {
+	case unfit == nil:
+		rec.preferredDomains[s.ID] = p.nodeNames(w.subset(pos, false))
+	case pin != "":
+		value = pin
+	case unfit.Best != "":
+		value = unfit.Best
+	default:
+		return
+	}
+	rec.preferred[s.ID] = Choice{Key: s.Preferred, Value: value}
+}
+
+// allowed is the mask of every node of w; nil when no node excludes a class.
+func (p *planner) allowed(w work) []capacity.Mask {
+	var masks []capacity.Mask
+	for pos, i := range w.idx {
+		if ex := p.in.Nodes[i].Excluded; ex != 0 && masks == nil {
+			masks = make([]capacity.Mask, len(w.idx))
+			for j := range masks {
+				masks[j] = capacity.AnyClass
+			}
+			masks[pos] = ^ex
+		} else if masks != nil {
+			masks[pos] = ^ex
+		}
+	}
+	return masks
+}
+
+func (p *planner) nodeNames(w work) sets.Set[string] {
+	names := sets.New[string]()
+	for _, i := range w.idx {
+		names.Insert(p.in.Nodes[i].Name)
+	}
+	return names
+}
