@@ -74,7 +74,8 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 		for _, d := range demands {
 			demand[d.Group] = d
 		}
-		plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key)})
+		shared, sharedBy := p.gangs.SharedNodes(key)
+		plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy})
 		if unfit != nil {
 			return nil
 		}

@@ -219,7 +219,9 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	for group, anchors := range devices.Anchors {
 		held[group] = append(held[group], anchors...)
 	}
-	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held})
+	// The other PodGangs of its group (a PodCliqueSet replica) pin the domain they share.
+	shared, sharedBy := p.gangs.SharedNodes(key)
+	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy})
 	p.mu.Lock()
 	p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree, plan: plan}
 	p.mu.Unlock()

@@ -75,6 +75,15 @@ func (t Translated) ScaledPodGang(group string) *schedv1alpha1.TopologyConstrain
 	return t.PodCliqueSet
 }
 
+// Shared is the constraint every PodGang of a PodCliqueSet replica shares, group being the
+// replica's base PodGang: the PodCliqueSet-level keys; nil when it has none.
+func (t Translated) Shared(group string) *schedv1alpha1.SharedTopologyConstraint {
+	if t.PodCliqueSet == nil || t.PodCliqueSet.PackConstraint == nil {
+		return nil
+	}
+	return &schedv1alpha1.SharedTopologyConstraint{Group: group, PackConstraint: t.PodCliqueSet.PackConstraint.DeepCopy()}
+}
+
 // Translate maps every constraint of the template through levels (the ClusterTopology's
 // spec.levels; nil when it does not exist, in which case nothing resolves).
 func Translate(t *corev1alpha1.PodCliqueSetTemplateSpec, levels []corev1alpha1.TopologyLevel) Translated {

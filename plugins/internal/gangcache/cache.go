@@ -612,3 +612,35 @@ func (c *Cache) DeviceAdvice(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.No
 	}
 	return a(key, g, pod, nodeInfos)
 }
+
+// SharedNodes lists the nodes of assumed or bound members of the other PodGangs that name the
+// same shared group as gang key (spec.sharedTopologyConstraint), and the name of one of those
+// PodGangs (the one with most such members; by name on a tie). It is nil for a gang without a
+// shared group or whose group holds no node yet.
+func (c *Cache) SharedNodes(key string) (nodes []string, by string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil || e.podGang == nil || e.podGang.Spec.SharedTopologyConstraint == nil {
+		return nil, ""
+	}
+	ns, group := e.podGang.Namespace, e.podGang.Spec.SharedTopologyConstraint.Group
+	most := 0
+	for other, o := range c.gangs {
+		if other == key || o.podGang == nil || o.podGang.Namespace != ns ||
+			o.podGang.Spec.SharedTopologyConstraint == nil || o.podGang.Spec.SharedTopologyConstraint.Group != group {
+			continue
+		}
+		n := 0
+		for _, m := range o.members {
+			if m.state != pending && m.node != "" {
+				nodes = append(nodes, m.node)
+				n++
+			}
+		}
+		if n > most || (n == most && n > 0 && o.podGang.Name < by) {
+			most, by = n, o.podGang.Name
+		}
+	}
+	return nodes, by
+}

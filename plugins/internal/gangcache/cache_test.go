@@ -248,3 +248,44 @@ func TestFirstMemberIsToldOnceAndMembersSinceIsTheEarliestPod(t *testing.T) {
 	other.UpsertPod(memberPod("a1", "a", created(t0)))
 	assert.Equal(t, []Event{QuorumPresent}, r.take(), "a first pod that completes the quorum leaves nothing to wait for")
 }
+
+func TestSharedNodesAreTheOtherGangsOfTheGroup(t *testing.T) {
+	c := New()
+	gangOf := func(ns, name, group string) *v1alpha1.PodGang {
+		pg := &v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1},
+			Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "a", MinReplicas: 1}}}}
+		if group != "" {
+			pg.Spec.SharedTopologyConstraint = &v1alpha1.SharedTopologyConstraint{Group: group}
+		}
+		return pg
+	}
+	member := func(ns, gang, uid string, tweak ...func(*v1.Pod)) *v1.Pod {
+		p := memberPod(uid, "a", tweak...)
+		p.Namespace, p.Labels[common.LabelPodGang] = ns, gang
+		return p
+	}
+	c.UpsertPodGang(gangOf("ns", "p-0", "p-0"))
+	c.UpsertPodGang(gangOf("ns", "p-0-w-1", "p-0"))
+	c.UpsertPodGang(gangOf("ns", "p-0-w-2", "p-0"))
+	c.UpsertPodGang(gangOf("ns", "p-1", "p-1"))
+	c.UpsertPodGang(gangOf("other", "p-0", "p-0"))
+	c.UpsertPodGang(gangOf("ns", "loner", ""))
+
+	nodes, by := c.SharedNodes("ns/p-0-w-2")
+	assert.Empty(t, nodes, "nothing of the group has a node yet")
+	assert.Empty(t, by)
+
+	c.UpsertPod(member("ns", "p-0", "b1", boundTo("n1")))
+	c.UpsertPod(member("ns", "p-0", "b2", boundTo("n2")))
+	c.UpsertPod(member("ns", "p-0-w-1", "w1"))
+	c.Assume(member("ns", "p-0-w-1", "w1"), "n3")
+	c.UpsertPod(member("ns", "p-0-w-2", "own", boundTo("n9")))
+	c.UpsertPod(member("ns", "p-1", "x", boundTo("n7")))
+	c.UpsertPod(member("other", "p-0", "y", boundTo("n8")))
+	nodes, by = c.SharedNodes("ns/p-0-w-2")
+	assert.ElementsMatch(t, []string{"n1", "n2", "n3"}, nodes, "other gangs of the group only: not its own, not another replica's or namespace's")
+	assert.Equal(t, "p-0", by, "the gang with most members placed")
+
+	nodes, _ = c.SharedNodes("ns/loner")
+	assert.Nil(t, nodes)
+}

@@ -29,6 +29,11 @@ type Input struct {
 	// Held lists, per PodGroup, the nodes of members already assumed or bound. They pin the
 	// domains of every set the PodGroup is in.
 	Held map[string][]string
+	// Shared lists the nodes of members of the other PodGangs of the gang's group (its
+	// spec.sharedTopologyConstraint) that hold a node, SharedBy names one of those PodGangs.
+	// They pin the domains of the shared set unless the gang's own members already do.
+	Shared   []string
+	SharedBy string
 }
 
 // Choice is one value of a node-label key.
@@ -71,6 +76,9 @@ type Unfit struct {
 	Demand capacity.Demands
 	// Pinned is the domain members already run in, which the set may not leave.
 	Pinned string
+	// PinnedBy names the PodGang of the same group whose members pinned the domain; "" when
+	// the gang's own members did.
+	PinnedBy string
 	// Best is the domain that holds the most of the set, BestFits how many.
 	Best     string
 	BestFits int64
@@ -89,6 +97,9 @@ func (u *Unfit) Error() string {
 	switch {
 	case u.Key == "":
 		return fmt.Sprintf("%s needs %s; the nodes it may use fit %d", u.Set.What, u.Demand, u.BestFits)
+	case u.Pinned != "" && u.PinnedBy != "":
+		return fmt.Sprintf("%s needs %s within %s %q (%s), where PodGang %s of its group was placed; it fits %d",
+			u.Set.What, u.Demand, DomainNoun(u.Key), u.Pinned, u.Key, u.PinnedBy, u.BestFits)
 	case u.Pinned != "":
 		return fmt.Sprintf("%s needs %s more within %s %q (%s), where its members already run; it fits %d",
 			u.Set.What, u.Demand, DomainNoun(u.Key), u.Pinned, u.Key, u.BestFits)
@@ -151,6 +162,8 @@ type planner struct {
 	// demand is each set's remaining demand, its nested sets' included.
 	demand              map[string]capacity.Demands
 	pins, preferredPins map[string]string
+	// sharedPinned: the other PodGangs of the group pinned the shared set's domain.
+	sharedPinned bool
 }
 
 // work is a view of some nodes: positions into Input.Nodes and their remaining capacity.
@@ -226,7 +239,34 @@ func (p *planner) collectPins() (required, preferred map[string]string) {
 			}
 		}
 	}
-	return majority(votes), majority(prefVotes)
+	required, preferred = majority(votes), majority(prefVotes)
+	p.sharedPinned = false
+	if len(p.in.Shared) > 0 {
+		if s := p.in.Tree.Root; s.ID == SharedSetID {
+			own := map[string]bool{SharedSetID: required[SharedSetID] != ""}
+			votes, prefVotes = map[string]map[string]int{}, map[string]map[string]int{}
+			for _, name := range p.in.Shared {
+				i, ok := p.byName[name]
+				if !ok {
+					continue
+				}
+				labels := p.in.Nodes[i].Labels
+				if v, ok := labels[s.Required]; ok && s.Required != "" {
+					vote(votes, s.ID, v)
+				}
+				if v, ok := labels[s.Preferred]; ok && s.Preferred != "" {
+					vote(prefVotes, s.ID, v)
+				}
+			}
+			if v := majority(votes)[s.ID]; v != "" && !own[s.ID] {
+				required[s.ID], p.sharedPinned = v, true
+			}
+			if v := majority(prefVotes)[s.ID]; v != "" && preferred[s.ID] == "" {
+				preferred[s.ID] = v
+			}
+		}
+	}
+	return required, preferred
 }
 
 func majority(votes map[string]map[string]int) map[string]string {
@@ -337,16 +377,31 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		}
 	}
 	if !found {
-		if mostUnfit != nil && mostUnfit.Set != s && mostUnfit.Within == "" {
+		by := p.pinnedBy(s, key, pinned)
+		if mostUnfit != nil && mostUnfit.Set != s && mostUnfit.Within == "" && (by == "" || mostUnfit.Key != "") {
 			// A nested set is what does not fit: say so, in the domain that came closest.
 			nested := *mostUnfit
 			nested.Within = fmt.Sprintf("in the best %s, %q", DomainNoun(key), mostValue)
+			if by != "" {
+				nested.Within = fmt.Sprintf("in %s %q, where PodGang %s of its group was placed", DomainNoun(key), mostValue, by)
+			}
 			return nil, "", &nested
 		}
-		return nil, "", &Unfit{Set: s, Key: key, Demand: p.demand[s.ID], Pinned: pinned,
+		u := &Unfit{Set: s, Key: key, Demand: p.demand[s.ID], Pinned: pinned,
 			Best: mostValue, BestFits: max(mostPlaced, 0), Domains: len(byValue)}
+		u.PinnedBy = by
+		return nil, "", u
 	}
 	return byValue[bestValue], bestValue, nil
+}
+
+// pinnedBy names the PodGang of the group that pinned set s's required domain; "" when
+// another gang did not.
+func (p *planner) pinnedBy(s *Set, key, pinned string) string {
+	if pinned != "" && s.ID == SharedSetID && p.sharedPinned && key == s.Required {
+		return p.in.SharedBy
+	}
+	return ""
 }
 
 // choosePreferred records the domain of s's preferred key: where its members already are, else

@@ -317,3 +317,57 @@ func TestTreeNesting(t *testing.T) {
 	assert.True(t, tree.Constrained())
 	assert.False(t, NewTree(&v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "x"}}}).Constrained())
 }
+
+// A scaled PodGang of a PodCliqueSet replica: its own rack inside the block the replica's
+// other PodGangs were placed in, even when another block has a tighter rack; with no room in
+// that block it does not spill over but says which gang pinned the block.
+func TestSharedConstraintFollowsTheGroup(t *testing.T) {
+	shared := &v1alpha1.SharedTopologyConstraint{Group: "pcs-0", PackConstraint: &v1alpha1.TopologyPackConstraint{Required: ptr.To(blockKey)}}
+	spec := v1alpha1.PodGangSpec{TopologyConstraint: required(rackKey), SharedTopologyConstraint: shared,
+		PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: 2}}}
+	demand := map[string]capacity.Demand{"w": {Group: "w", Shape: cores(1), Count: 2}}
+	tree := NewTree(&spec)
+	require.Equal(t, SharedSetID, tree.Root.ID)
+	assert.Equal(t, []string{SharedSetID, "podgang"}, []string{tree.Chain("w")[0].ID, tree.Chain("w")[1].ID})
+
+	// b1 is the tightest rack that holds the gang; the group sits in block a.
+	nodes := cluster(map[string][]int64{"a1": {1, 1, 1}, "a2": {0, 1, 1, 1}, "b1": {1, 1}})
+	plan, unfit := Choose(Input{Tree: tree, Nodes: nodes, Demand: demand})
+	require.Nil(t, unfit)
+	assert.Equal(t, []Choice{{Key: blockKey, Value: "b"}, {Key: rackKey, Value: "b1"}}, plan.Required("w"), "alone, the tightest rack wins")
+
+	plan, unfit = Choose(Input{Tree: tree, Nodes: nodes, Demand: demand, Shared: []string{"a2-0"}, SharedBy: "pcs-0"})
+	require.Nil(t, unfit)
+	assert.Equal(t, []Choice{{Key: blockKey, Value: "a"}, {Key: rackKey, Value: "a1"}}, plan.Required("w"), "the group's block pins the gang")
+	assert.Equal(t, []string{"a1-0", "a1-1", "a1-2"}, names(plan.AllowedNodes("w")))
+
+	// Block a has no rack with room: the gang waits, naming the block and the gang that
+	// pinned it.
+	full := cluster(map[string][]int64{"a1": {1, 0, 0}, "a2": {0, 0, 0, 1}, "b1": {1, 1}})
+	_, unfit = Choose(Input{Tree: tree, Nodes: full, Demand: demand, Shared: []string{"a2-0"}, SharedBy: "pcs-0"})
+	require.NotNil(t, unfit)
+	assert.Equal(t, `in block "a", where PodGang pcs-0 of its group was placed: the PodGang needs 2 pods of 1 CPU within one rack (topology.kubernetes.io/rack); the best rack, "a1", fits 1`, unfit.Error())
+	// A gang with no rack of its own: block a is too full.
+	plain := v1alpha1.PodGangSpec{SharedTopologyConstraint: shared, PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: 2}}}
+	fuller := cluster(map[string][]int64{"a1": {0, 0, 0}, "a2": {0, 0, 0, 1}, "b1": {1, 1}})
+	_, unfit = Choose(Input{Tree: NewTree(&plain), Nodes: fuller, Demand: demand, Shared: []string{"a2-0"}, SharedBy: "pcs-0"})
+	require.NotNil(t, unfit)
+	assert.Equal(t, `the PodGang needs 2 pods of 1 CPU within block "a" (example.com/block), where PodGang pcs-0 of its group was placed; it fits 1`, unfit.Error())
+
+	// The gang's own members outvote nothing: they are in the group's block already.
+	_, unfit = Choose(Input{Tree: tree, Nodes: full, Demand: demand, Held: map[string][]string{"w": {"b1-0"}}, Shared: []string{"a2-0"}, SharedBy: "pcs-0"})
+	require.Nil(t, unfit, "a gang whose own members run in block b stays there")
+
+	// A shared preference steers the gang to the group's block without binding it.
+	prefShared := &v1alpha1.SharedTopologyConstraint{Group: "pcs-0", PackConstraint: &v1alpha1.TopologyPackConstraint{Preferred: ptr.To(blockKey)}}
+	prefSpec := v1alpha1.PodGangSpec{TopologyConstraint: required(rackKey), SharedTopologyConstraint: prefShared,
+		PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: 2}}}
+	plan, unfit = Choose(Input{Tree: NewTree(&prefSpec), Nodes: nodes, Demand: demand, Shared: []string{"a2-0"}, SharedBy: "pcs-0"})
+	require.Nil(t, unfit)
+	c, ok := plan.Preferred("w")
+	require.True(t, ok)
+	assert.Equal(t, Choice{Key: blockKey, Value: "a"}, c)
+	plan, unfit = Choose(Input{Tree: NewTree(&prefSpec), Nodes: full, Demand: demand, Shared: []string{"a2-0"}, SharedBy: "pcs-0"})
+	require.Nil(t, unfit, "a preference never keeps the gang out")
+	assert.Equal(t, []Choice{{Key: rackKey, Value: "b1"}}, plan.Required("w"))
+}

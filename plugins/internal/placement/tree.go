@@ -29,6 +29,10 @@ type Set struct {
 	Children []*Set
 }
 
+// SharedSetID is the ID of the set of a PodGang's shared constraint: the whole gang, packed
+// together with the other PodGangs of its group.
+const SharedSetID = "shared"
+
 // Tree is a gang's pack constraints as nested sets.
 type Tree struct {
 	Root        *Set
@@ -36,7 +40,8 @@ type Tree struct {
 	constrained bool
 }
 
-// NewTree reads the pack constraints of a PodGang: spec.topologyConstraint for the whole gang,
+// NewTree reads the pack constraints of a PodGang: spec.sharedTopologyConstraint for the gang
+// and the others of its group, spec.topologyConstraint for the whole gang,
 // topologyConstraintGroupConfigs for subsets of PodGroups and each PodGroup's own constraint.
 // Group configs and PodGroups without a constraint add no set. A PodGroup listed by several
 // group configs belongs to the first.
@@ -74,6 +79,11 @@ func NewTree(spec *v1alpha1.PodGangSpec) *Tree {
 		}
 		parent.Children = append(parent.Children, &Set{ID: "group/" + g.Name, What: fmt.Sprintf("PodGroup %q", g.Name),
 			Groups: []string{g.Name}, Required: g.TopologyConstraint.Required(), Preferred: g.TopologyConstraint.Preferred()})
+	}
+	if sc := spec.SharedTopologyConstraint; sc.Required() != "" || sc.Preferred() != "" {
+		// The PodGangs of the group share a domain: it encloses the gang's own.
+		root = &Set{ID: SharedSetID, What: "the PodGang", Groups: root.Groups, Required: sc.Required(), Preferred: sc.Preferred(),
+			Children: []*Set{root}}
 	}
 	t := &Tree{Root: root, chains: map[string][]*Set{}}
 	var walk func(s *Set, chain []*Set)

@@ -89,6 +89,15 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 				}
 			}
 		}
+		// The PodCliqueSet-level constraint holds for the whole replica: every PodGang of it
+		// carries it as a shared constraint, so that scaled gangs (and gangs recreated later)
+		// land in the domain the first placed gang of the replica chose.
+		if shared := in.topology.Shared(base.name); shared != nil {
+			base.spec.SharedTopologyConstraint = shared
+			for k := range scaled {
+				scaled[k].spec.SharedTopologyConstraint = shared.DeepCopy()
+			}
+		}
 		gangs = append(gangs, base)
 		gangs = append(gangs, scaled...)
 	}

@@ -118,6 +118,12 @@ func TestPlanPodGangsTopology(t *testing.T) {
 	assert.Equal(t, "h", base.spec.PodGroups[1].TopologyConstraint.Preferred(), "clique constraint on its PodGroup")
 
 	assert.Equal(t, "r", scaled.spec.TopologyConstraint.Required(), "a scaled gang takes the group's constraint")
+	// ... and the PodCliqueSet's, shared with every gang of the replica.
+	for _, g := range gangs {
+		require.NotNil(t, g.spec.SharedTopologyConstraint, g.name)
+		assert.Equal(t, "p-0", g.spec.SharedTopologyConstraint.Group, "%s: the replica's base gang names the group", g.name)
+		assert.Equal(t, "z", g.spec.SharedTopologyConstraint.Required(), g.name)
+	}
 	assert.Empty(t, scaled.spec.TopologyConstraintGroupConfigs)
 	assert.Equal(t, "h", scaled.spec.PodGroups[0].TopologyConstraint.Preferred())
 
@@ -126,4 +132,16 @@ func TestPlanPodGangsTopology(t *testing.T) {
 	gangs = planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
 	assert.Equal(t, "z", gangs[1].spec.TopologyConstraint.Required(), "without its own, a scaled gang takes the PodCliqueSet's")
 	assert.Nil(t, gangs[0].spec.PodGroups[1].TopologyConstraint, "host is not a level: dropped")
+
+	// A preference at the PodCliqueSet level is shared too; without one, nothing is.
+	pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", Pack: &corev1alpha1.TopologyPackConstraint{Preferred: "zone"}}
+	gangs = planPodGangs(gangPlanInput{pcs: pcs, topology: packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}})})
+	assert.Equal(t, "z", gangs[1].spec.SharedTopologyConstraint.Preferred())
+	assert.Empty(t, gangs[1].spec.SharedTopologyConstraint.Required())
+	pcs.Spec.Template.TopologyConstraint = nil
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "zone"}
+	gangs = planPodGangs(gangPlanInput{pcs: pcs, topology: packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}})})
+	for _, g := range gangs {
+		assert.Nil(t, g.spec.SharedTopologyConstraint, "%s: a scaling group's constraint binds each of its replicas, not the replica as a whole", g.name)
+	}
 }

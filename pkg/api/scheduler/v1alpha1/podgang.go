@@ -46,6 +46,40 @@ type PodGangSpec struct {
 	// ReuseReservationRef suggests reusing the placement of an earlier PodGang.
 	// +optional
 	ReuseReservationRef *NamespacedName `json:"reuseReservationRef,omitempty"`
+	// SharedTopologyConstraint packs this PodGang together with the other PodGangs of its
+	// namespace that name the same group (the base and scaled PodGangs of one PodCliqueSet
+	// replica): all of them must lie within one value of the required key — the same value for
+	// every gang of the group, pinned by the first one placed — and should lie within the value
+	// of the preferred key the others of the group use.
+	// +optional
+	SharedTopologyConstraint *SharedTopologyConstraint `json:"sharedTopologyConstraint,omitempty"`
+}
+
+// SharedTopologyConstraint is a pack constraint over a group of PodGangs.
+type SharedTopologyConstraint struct {
+	// Group names the set of PodGangs that share the domain. The operator uses the name of the
+	// PodCliqueSet replica's base PodGang.
+	// +kubebuilder:validation:MinLength=1
+	Group string `json:"group"`
+	// PackConstraint holds the required and preferred keys the group shares.
+	// +optional
+	PackConstraint *TopologyPackConstraint `json:"packConstraint,omitempty"`
+}
+
+// Required returns the required key of a shared constraint, or "".
+func (sc *SharedTopologyConstraint) Required() string {
+	if sc == nil || sc.PackConstraint == nil || sc.PackConstraint.Required == nil {
+		return ""
+	}
+	return *sc.PackConstraint.Required
+}
+
+// Preferred returns the preferred key of a shared constraint, or "".
+func (sc *SharedTopologyConstraint) Preferred() string {
+	if sc == nil || sc.PackConstraint == nil || sc.PackConstraint.Preferred == nil {
+		return ""
+	}
+	return *sc.PackConstraint.Preferred
 }
 
 // PodGroup is a set of pods of the gang that share one pod template.
