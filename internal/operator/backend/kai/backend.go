@@ -115,10 +115,23 @@ func (b *Backend) PreparePod(pod *corev1.Pod, pg backend.PodGangRef) {
 // pod label that names it.
 func SubGroupName(podGroup string) string { return common.ShortenLabelValue(podGroup) }
 
-// ValidatePodCliqueSet rejects PodCliqueSets without one KAI queue.
+// ValidatePodCliqueSet rejects PodCliqueSets without one KAI queue, and a PodCliqueSet-level
+// required domain that must hold across PodGangs: each PodGang is its own KAI PodGroup, and
+// KAI packs a PodGroup on its own, so scaled PodGangs could land outside the domain the base
+// PodGang took.
 func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodCliqueSet) ([]string, field.ErrorList) {
-	return nil, validateQueue(pcs, b.cfg.DefaultQueue)
+	errs := validateQueue(pcs, b.cfg.DefaultQueue)
+	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
+	}
+	return nil, errs
 }
+
+// ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs
+// is rejected; %s is the scaling group.
+const ReplicaWideRequiredMessage = "kai-scheduler cannot keep a replica's PodGangs in one domain: scaling group %q has PodGangs " +
+	"beyond its minAvailable, each a separate KAI PodGroup packed on its own, so they could land outside the domain the base " +
+	"PodGang took; set the required domain on the scaling group and cliques instead, make it preferred, or use grove-scheduler"
 
 // validateQueue: the PodCliqueSet's kai.scheduler/queue label (or the default queue) is the
 // queue of all its PodGangs; a clique that sets the label must agree with it.

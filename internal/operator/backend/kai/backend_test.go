@@ -3,6 +3,7 @@ package kai
 import (
 	"context"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 
@@ -53,6 +54,15 @@ func pcs(labels map[string]string, cliqueLabels ...map[string]string) *corev1alp
 	return p
 }
 
+// replicaWide gives p a required block at the PodCliqueSet level and a scaling group of its
+// first clique with minAvailable 1 and the given replicas.
+func replicaWide(p *corev1alpha1.PodCliqueSet, replicas int32) *corev1alpha1.PodCliqueSet {
+	p.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", Pack: &corev1alpha1.TopologyPackConstraint{Required: "block"}}
+	p.Spec.Template.PodCliqueScalingGroupConfigs = []corev1alpha1.PodCliqueScalingGroupConfig{{Name: "g",
+		CliqueNames: []string{p.Spec.Template.Cliques[0].Name}, Replicas: ptr.To(replicas), MinAvailable: ptr.To[int32](1)}}
+	return p
+}
+
 func TestValidatePodCliqueSetRequiresOneQueue(t *testing.T) {
 	q := common.LabelKAIQueue
 	cases := []struct {
@@ -72,6 +82,9 @@ func TestValidatePodCliqueSetRequiresOneQueue(t *testing.T) {
 			wantFields: []string{"spec.template.cliques[0].labels[kai.scheduler/queue]"}, wantDetail: `"shared"`},
 		{name: "clique alone is not enough", pcs: pcs(nil, map[string]string{q: "team-a"}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
 		{name: "empty queue label", pcs: pcs(map[string]string{q: ""}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
+		{name: "PodCliqueSet domain over scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 3),
+			wantFields: []string{"spec.template.topologyConstraint.pack.required"}, wantDetail: `scaling group "g" has PodGangs beyond its minAvailable`},
+		{name: "PodCliqueSet domain, no scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 1)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

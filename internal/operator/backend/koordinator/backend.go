@@ -111,8 +111,17 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 					"whose topology applies to all of its PodGroups; set the constraint on the PodCliqueSet or its cliques, or use another scheduler"))
 		}
 	}
+	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
+	}
 	return nil, append(errs, b.validateTopologyKeys(ctx, pcs)...)
 }
+
+// ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs
+// is rejected; %s is the scaling group.
+const ReplicaWideRequiredMessage = "koord-scheduler cannot keep a replica's PodGangs in one domain: scaling group %q has PodGangs " +
+	"beyond its minAvailable, each a separate GangGroup whose gather rules apply to it alone, so they could land outside the " +
+	"domain the base PodGang took; set the required domain on the cliques instead, make it preferred, or use grove-scheduler"
 
 func rejectMNNVL(pcs *corev1alpha1.PodCliqueSet) field.ErrorList {
 	const why = "koord-scheduler cannot honour Multi-Node NVLink: it needs NVIDIA ComputeDomain resource claims, which Koordinator's device model does not schedule; remove the annotation or use kai-scheduler"

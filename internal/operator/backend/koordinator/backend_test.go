@@ -207,6 +207,10 @@ func TestValidatePodCliqueSetRejectsMNNVLAndScalingGroupTopology(t *testing.T) {
 			PodCliqueScalingGroupConfigs: []corev1alpha1.PodCliqueScalingGroupConfig{{Name: "a"},
 				{Name: "b", TopologyConstraint: &corev1alpha1.TopologyConstraint{PackDomain: corev1alpha1.TopologyDomainRack}}}}}},
 			wantFields: []string{"spec.template.podCliqueScalingGroups[1].topologyConstraint"}},
+		{name: "PodCliqueSet domain over scaled PodGangs", pcs: &corev1alpha1.PodCliqueSet{Spec: corev1alpha1.PodCliqueSetSpec{Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			TopologyConstraint:           &corev1alpha1.TopologyConstraint{PackDomain: corev1alpha1.TopologyDomainRack},
+			PodCliqueScalingGroupConfigs: []corev1alpha1.PodCliqueScalingGroupConfig{{Name: "a", ScaleConfig: &corev1alpha1.AutoScalingConfig{MaxReplicas: 4}}}}}},
+			wantFields: []string{"spec.template.topologyConstraint.packDomain"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

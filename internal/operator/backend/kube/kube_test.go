@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -115,6 +116,10 @@ func TestValidatePodCliqueSetRejectsWhatTheServedAPICannotExpress(t *testing.T) 
 			{"spec.template.podCliqueScalingGroups[0].topologyConstraint.pack.required", MultiGroupTopologyUnsupportedMessage},
 		}},
 		{"full Workload API: every required domain", fullWorkloadAPI, everyLevelRequired, nil},
+		{"full Workload API: a PodCliqueSet domain over scaled PodGangs", fullWorkloadAPI, func(t *corev1alpha1.PodCliqueSetTemplateSpec) {
+			everyLevelRequired(t)
+			t.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](2)
+		}, []rejection{{"spec.template.topologyConstraint.packDomain", fmt.Sprintf(ReplicaWideRequiredMessage, "g")}}},
 		{"full Workload API: preferred domains", fullWorkloadAPI, preferred, []rejection{
 			{"spec.template.topologyConstraint.pack.preferred", PreferredUnsupportedMessage},
 			{"spec.template.cliques[1].topologyConstraint.pack.preferred", PreferredUnsupportedMessage},

@@ -2,9 +2,11 @@ package kube
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
@@ -20,6 +22,12 @@ const (
 		"CompositePodGroup (scheduling.k8s.io/v1alpha3; feature gate CompositePodGroup), which the apiserver does not serve; " +
 		"set the constraint on the cliques instead (each PodClique is packed on its own), remove it or use grove-scheduler"
 )
+
+// ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs is
+// rejected; %s is the scaling group.
+const ReplicaWideRequiredMessage = "default-scheduler cannot keep a replica's PodGangs in one domain: scaling group %q has " +
+	"PodGangs beyond its minAvailable, each its own Workload API gang whose topology constraint applies to it alone, so they " +
+	"could land outside the domain the base PodGang took; set the required domain on the scaling group and cliques instead, or use grove-scheduler"
 
 // Warnings of ValidatePodCliqueSet.
 const (
@@ -73,6 +81,10 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 		if c != nil {
 			check(tp.Child("cliques").Index(i).Child("topologyConstraint"), c.TopologyConstraint, onePodClique)
 		}
+	}
+	// (Where the API cannot pack several PodCliques at all, that is already the reason.)
+	if p, group := backend.ReplicaWideRequired(pcs); p != nil && b.requiredUnsupported(severalPodCliques) == "" {
+		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
 	var warnings []string
 	switch {
