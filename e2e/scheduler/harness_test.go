@@ -298,6 +298,7 @@ type gang struct {
 	groups      []group
 	constraint  *v1alpha1.TopologyConstraint
 	configs     []v1alpha1.TopologyConstraintGroupConfig
+	shared      *v1alpha1.SharedTopologyConstraint
 	annotations map[string]string
 }
 
@@ -325,7 +326,7 @@ func (e *env) createGang(g gang) {
 	e.t.Helper()
 	pg := &v1alpha1.PodGang{
 		ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: e.ns, Annotations: g.annotations},
-		Spec:       v1alpha1.PodGangSpec{TopologyConstraint: g.constraint, TopologyConstraintGroupConfigs: g.configs},
+		Spec:       v1alpha1.PodGangSpec{TopologyConstraint: g.constraint, TopologyConstraintGroupConfigs: g.configs, SharedTopologyConstraint: g.shared},
 	}
 	mins := map[string]int32{}
 	var pods []*v1.Pod
@@ -419,6 +420,22 @@ func (e *env) eventually(what string, cond func() (bool, string)) {
 	})
 	if err != nil {
 		e.t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+	}
+}
+
+// holds checks cond every 100ms for d and fails on the first time it does not hold: a count
+// that was reached must not change while the scheduler has time to act.
+func (e *env) holds(what string, d time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if ok, state := cond(); !ok {
+			e.t.Fatalf("%s did not hold: %s", what, state)
+		}
+		select {
+		case <-e.ctx.Done():
+			e.t.Fatal(e.ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

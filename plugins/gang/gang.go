@@ -53,6 +53,8 @@ type Plugin struct {
 	// queueTimes orders gangs in the queue: the PodGang's creation, or its last failed attempt,
 	// then when the scheduler first saw a member.
 	queueTimes queueTimes
+	// elastic holds gangs whose elastic members wait for other gangs' quorums.
+	elastic elasticWaiting
 }
 
 var (
@@ -299,6 +301,11 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	switch v.Kind {
 	case ledger.BackOff, ledger.Defer:
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
+	case ledger.Extra:
+		if why := p.elasticWaits(pod, key, nodeInfos); why != "" {
+			p.elastic.add(key)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+		}
 	case ledger.Proceed:
 		if v.FirstOfAttempt {
 			if reason := p.wholeGangFits(pod, key, g.Quorum, nodeInfos); reason != "" {
@@ -455,6 +462,8 @@ func (p *Plugin) Permit(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ 
 			}
 		}
 		p.activate(p.gangs.Members(s.key, v.Activate))
+		// A quorum got its nodes: elastic members that waited for it may fit what is left.
+		p.retryElastic()
 		return nil, 0
 	case ledger.Wait:
 		return fwk.NewStatus(fwk.Wait, "waiting for the rest of the gang: "+g.Quorum.Progress()), p.permitTimeout(g)
@@ -558,7 +567,14 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 		p.queueTimes.remove(key)
 		p.release(key)
 		p.status.enqueue(key)
-	case gangcache.MembersChanged, gangcache.FirstMember:
+		p.retryElastic()
+	case gangcache.MembersChanged:
+		p.status.enqueue(key)
+		// A waiting gang that lost members may no longer hold elastic members back.
+		if g, ok := p.gangs.Get(key); ok && !g.Quorum.Held() {
+			p.retryElastic()
+		}
+	case gangcache.FirstMember:
 		p.status.enqueue(key)
 	}
 }

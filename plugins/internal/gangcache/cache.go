@@ -5,6 +5,7 @@
 package gangcache
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -643,4 +644,71 @@ func (c *Cache) SharedNodes(key string) (nodes []string, by string) {
 		}
 	}
 	return nodes, by
+}
+
+// Waiting is a gang whose quorum is present (every PodGroup has minReplicas members, ungated)
+// but not held: some PodGroup has fewer than minReplicas members with a node.
+type Waiting struct {
+	Key string
+	// Priority is its members' priority.
+	Priority int32
+	// Gang is the gang as Get reads it; Pod one of its members without a node.
+	Gang Gang
+	Pod  *v1.Pod
+}
+
+// WaitingQuorums lists the gangs other than except, of priority prio or higher, that wait for
+// their quorum: highest priority first, then by key.
+func (c *Cache) WaitingQuorums(prio int32, except string) []Waiting {
+	c.mu.RLock()
+	var keys []string
+	var pods []*v1.Pod
+	for key, e := range c.gangs {
+		if key == except || e.podGang == nil || !e.quorumPresent || e.quorumHeld() {
+			continue
+		}
+		var pod *v1.Pod
+		for _, m := range e.members {
+			if m.state == pending && m.present {
+				pod = m.pod
+				break
+			}
+		}
+		if pod == nil || podPriority(pod) < prio {
+			continue
+		}
+		keys, pods = append(keys, key), append(pods, pod)
+	}
+	c.mu.RUnlock()
+	out := make([]Waiting, 0, len(keys))
+	for i, key := range keys {
+		if g, ok := c.Get(key); ok {
+			out = append(out, Waiting{Key: key, Priority: podPriority(pods[i]), Gang: g, Pod: pods[i]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Priority != out[j].Priority {
+			return out[i].Priority > out[j].Priority
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out
+}
+
+// quorumHeld reports whether every PodGroup has minReplicas members with a node.
+func (e *entry) quorumHeld() bool {
+	for _, pg := range e.podGang.Spec.PodGroups {
+		g := e.groups[pg.Name]
+		if g == nil && pg.MinReplicas > 0 || g != nil && g.assumed+g.bound < pg.MinReplicas {
+			return false
+		}
+	}
+	return true
+}
+
+func podPriority(pod *v1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
 }

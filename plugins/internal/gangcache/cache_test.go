@@ -289,3 +289,48 @@ func TestSharedNodesAreTheOtherGangsOfTheGroup(t *testing.T) {
 	nodes, _ = c.SharedNodes("ns/loner")
 	assert.Nil(t, nodes)
 }
+
+func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) {
+	c := New()
+	gangOf := func(name string, min int32) {
+		c.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+			Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "a", MinReplicas: min}}}})
+	}
+	member := func(gang, uid string, prio int32, tweak ...func(*v1.Pod)) *v1.Pod {
+		p := memberPod(uid, "a", tweak...)
+		p.Labels[common.LabelPodGang] = gang
+		p.Spec.Priority = ptr.To(prio)
+		return p
+	}
+	gangOf("placed", 1)
+	c.UpsertPod(member("placed", "p1", 10, boundTo("n1")))
+	c.UpsertPod(member("placed", "p2", 10))
+	gangOf("waits", 2)
+	c.UpsertPod(member("waits", "w1", 10))
+	c.UpsertPod(member("waits", "w2", 10))
+	gangOf("urgent", 1)
+	c.UpsertPod(member("urgent", "u1", 100))
+	gangOf("missing", 2)
+	c.UpsertPod(member("missing", "m1", 10))
+	c.UpsertPod(member("missing", "m2", 10, gated))
+	gangOf("low", 1)
+	c.UpsertPod(member("low", "l1", 1))
+	gangOf("assumed", 1)
+	c.UpsertPod(member("assumed", "a1", 10))
+	c.Assume(member("assumed", "a1", 10), "n2")
+
+	keys := func(ws []Waiting) []string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.Key)
+		}
+		return out
+	}
+	got := c.WaitingQuorums(10, "ns/placed")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(got),
+		"highest priority first; not a gang with its quorum missing, placed, assumed or of a lower priority")
+	assert.Equal(t, int32(100), got[0].Priority)
+	assert.Contains(t, []string{"w1", "w2"}, got[1].Pod.Name, "a member without a node stands for the gang")
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits")), "never the asking gang itself")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "")))
+}
