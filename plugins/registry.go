@@ -9,6 +9,7 @@ import (
 	_ "github.com/ai-dynamo/grove/pkg/api/pluginargs/scheme"
 	"github.com/ai-dynamo/grove/plugins/dra"
 	"github.com/ai-dynamo/grove/plugins/gang"
+	"github.com/ai-dynamo/grove/plugins/preemption"
 	"github.com/ai-dynamo/grove/plugins/topology"
 )
 
@@ -18,6 +19,8 @@ func Registry() frameworkruntime.Registry {
 		gang.Name:     gang.New,
 		topology.Name: topology.New,
 		dra.Name:      dra.New,
+		// Replaces DefaultPreemption in Grove's profile: gangs are preempted whole or not at all.
+		preemption.Name: preemption.New,
 	}
 }
 

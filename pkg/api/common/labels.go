@@ -71,6 +71,14 @@ const (
 const (
 	// SchedulerFieldManager owns the fields grove-scheduler writes in PodGang status.
 	SchedulerFieldManager = "grove-scheduler"
+	// PreemptionFieldManager owns the DisruptionTarget condition grove-scheduler's preemption
+	// sets on a PodGang it evicts (a manager of its own, so the Scheduled condition's writer and
+	// it never remove each other's conditions).
+	PreemptionFieldManager = "grove-scheduler-preemption"
+	// EventReasonPreempted is the event on a victim PodGang and its pods, naming the preemptor.
+	EventReasonPreempted = "Preempted"
+	// ReasonPreempted is the reason of the DisruptionTarget condition of a preempted PodGang.
+	ReasonPreempted = "Preempted"
 	// EventReasonGangUnschedulable is the event on a PodGang that cannot be placed, saying why in
 	// gang terms.
 	EventReasonGangUnschedulable = "GangUnschedulable"

@@ -9,6 +9,9 @@ const (
 	GangPluginName     = "Gang"
 	TopologyPluginName = "Topology"
 	DRAPluginName      = "DRA"
+	// GangPreemptionPluginName is the PostFilter that replaces DefaultPreemption: it preempts
+	// whole gangs only. It takes no args.
+	GangPreemptionPluginName = "GangPreemption"
 )
 
 // +kubebuilder:object:root=true
