@@ -55,6 +55,24 @@ func address(s configv1alpha1.Server) string {
 	return net.JoinHostPort(s.BindAddress, strconv.Itoa(s.Port))
 }
 
+// pprofAddress is where net/http/pprof is served: nowhere unless debugging.enableProfiling.
+func pprofAddress(d *configv1alpha1.DebuggingConfiguration) string {
+	if d == nil || d.EnableProfiling == nil || !*d.EnableProfiling {
+		return ""
+	}
+	if d.PprofBindAddress == nil {
+		return configv1alpha1.DefaultPprofBindAddress
+	}
+	return *d.PprofBindAddress
+}
+
+// warnNotImplemented names the upstream Grove configuration keys that are accepted but do nothing here.
+func warnNotImplemented(log logr.Logger, cfg *configv1alpha1.OperatorConfiguration) {
+	if keys := configv1alpha1.NotImplementedKeys(cfg); len(keys) > 0 {
+		log.Info("WARNING: the configuration sets upstream Grove keys that this operator accepts but does not implement; they have no effect", "keys", keys)
+	}
+}
+
 // ManagerOptions translates the configuration into controller-runtime manager options.
 func ManagerOptions(cfg *configv1alpha1.OperatorConfiguration, scheme *runtime.Scheme) ctrl.Options {
 	le := cfg.LeaderElection
@@ -71,6 +89,7 @@ func ManagerOptions(cfg *configv1alpha1.OperatorConfiguration, scheme *runtime.S
 		HealthProbeBindAddress:        address(cfg.Server.HealthProbes),
 		Metrics:                       metricsserver.Options{BindAddress: address(cfg.Server.Metrics)},
 		Cache:                         cache.Options{ByObject: controller.CacheByObject()},
+		PprofBindAddress:              pprofAddress(cfg.Debugging),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: cfg.Server.Webhooks.BindAddress, Port: cfg.Server.Webhooks.Port, CertDir: cfg.Server.Webhooks.ServerCertDir,
 		}),
@@ -81,6 +100,7 @@ func ManagerOptions(cfg *configv1alpha1.OperatorConfiguration, scheme *runtime.S
 func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	log := NewLogger(cfg)
 	ctrl.SetLogger(log)
+	warnNotImplemented(log, cfg)
 	scheme, err := Scheme()
 	if err != nil {
 		return err
@@ -95,6 +115,9 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	restCfg.QPS, restCfg.Burst = cfg.ClientConnection.QPS, cfg.ClientConnection.Burst
+	if cc := cfg.ClientConnection; cc.ContentType != "" || cc.AcceptContentTypes != "" {
+		restCfg.ContentType, restCfg.AcceptContentTypes = cc.ContentType, cc.AcceptContentTypes
+	}
 	mgr, err := ctrl.NewManager(restCfg, ManagerOptions(cfg, scheme))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

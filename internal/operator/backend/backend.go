@@ -60,6 +60,14 @@ type ReferenceOnlyTopologyBackend interface {
 	ReferenceOnlyTopology()
 }
 
+// PodGangMetadataProvider is a backend that needs labels or annotations of its own on the
+// PodGangs of a PodCliqueSet (e.g. KAI's queue). The PodCliqueSet controller adds them on top
+// of the PodCliqueSet's own labels and annotations, which every PodGang mirrors, and below
+// Grove's grove.io/ keys.
+type PodGangMetadataProvider interface {
+	PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (labels, annotations map[string]string)
+}
+
 // GangCapabilityReporter is a backend whose gang semantics depend on what the cluster
 // serves (e.g. default-scheduler without the Workload API). The PodCliqueSet controller reports
 // the answer as the GangSchedulingUnavailable condition of the PodCliqueSets on that backend;

@@ -161,8 +161,12 @@ func TestTopologyConstraintCELRules(t *testing.T) {
 		tc      *corev1alpha1.TopologyConstraint
 		wantErr string // substring after the field path; empty = accepted
 		subPath string
+		// acceptedAt is the one level where the constraint is accepted despite wantErr.
+		acceptedAt string
 	}{
-		{name: "no domain", tc: &corev1alpha1.TopologyConstraint{TopologyName: "t"}, wantErr: "needs a domain"},
+		{name: "no domain", tc: &corev1alpha1.TopologyConstraint{}, wantErr: "needs a domain"},
+		// The PodCliqueSet's constraint may only name the topology; its children need a domain.
+		{name: "topology name only", tc: &corev1alpha1.TopologyConstraint{TopologyName: "t"}, wantErr: "needs a domain", acceptedAt: "pcs"},
 		{name: "empty pack", tc: &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{}}, wantErr: "pack needs required or preferred", subPath: ".pack"},
 		{name: "packDomain and pack.required", tc: &corev1alpha1.TopologyConstraint{PackDomain: "rack", Pack: &corev1alpha1.TopologyPackConstraint{Required: "rack"}},
 			wantErr: "must not both be set", subPath: ".pack.required"},
@@ -179,7 +183,7 @@ func TestTopologyConstraintCELRules(t *testing.T) {
 				pcs := minimalPCS(ns, "cel-"+string(rune('a'+i%26))+"-"+randSuffix(i))
 				level.set(pcs, tc.tc.DeepCopy())
 				err := c.Create(ctx, pcs)
-				if tc.wantErr == "" {
+				if tc.wantErr == "" || tc.acceptedAt == levelName {
 					require.NoError(t, err)
 					return
 				}

@@ -34,6 +34,9 @@ const (
 	AnnotationPodGroupName = "pod-group-name"
 	// LabelSubGroupName on a pod names its (leaf) subGroup of the KAI PodGroup.
 	LabelSubGroupName = "kai.scheduler/subgroup-name"
+	// AnnotationSkipPodGrouper on a pod or PodGang keeps KAI's pod-grouper from building a
+	// PodGroup of its own for it (which would regroup Grove's pods by their top owner).
+	AnnotationSkipPodGrouper = "kai.scheduler/skip-podgrouper"
 )
 
 // GVKs and resources of the KAI objects Grove writes.
@@ -68,11 +71,14 @@ type Backend struct {
 	reader client.Reader
 	log    logr.Logger
 	cfg    Config
+	// disableStaleEviction: the PodGroup API has spec.stalenessGracePeriod (see neverStale).
+	disableStaleEviction bool
 }
 
 var (
-	_ backend.Backend              = &Backend{}
-	_ backend.TopologyAwareBackend = &Backend{}
+	_ backend.Backend                 = &Backend{}
+	_ backend.TopologyAwareBackend    = &Backend{}
+	_ backend.PodGangMetadataProvider = &Backend{}
 )
 
 // New is the backend's factory.
@@ -95,6 +101,16 @@ func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
 	if b.reader == nil {
 		b.reader = ic.Client
 	}
+	if ic.Discovery != nil {
+		has, err := podGroupHasStalenessGracePeriod(ic.Discovery)
+		if err != nil {
+			return fmt.Errorf("kai-scheduler: %w", err)
+		}
+		b.disableStaleEviction = has
+		if !has {
+			b.log.Info("The KAI PodGroup API has no spec.stalenessGracePeriod (KAI before v0.17): KAI's stale-gang eviction (its globalDefaultStalenessGracePeriod) may evict a gang below its minMember before the PodCliqueSet's terminationDelay ends")
+		}
+	}
 	return nil
 }
 
@@ -105,6 +121,7 @@ func (b *Backend) PreparePod(pod *corev1.Pod, pg backend.PodGangRef) {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationPodGroupName] = pg.Name
+	pod.Annotations[AnnotationSkipPodGrouper] = "true"
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
@@ -120,7 +137,7 @@ func SubGroupName(podGroup string) string { return common.ShortenLabelValue(podG
 // KAI packs a PodGroup on its own, so scaled PodGangs could land outside the domain the base
 // PodGang took.
 func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodCliqueSet) ([]string, field.ErrorList) {
-	errs := validateQueue(pcs, b.cfg.DefaultQueue)
+	_, errs := ResolveQueue(pcs, b.cfg.DefaultQueue)
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
@@ -133,39 +150,12 @@ const ReplicaWideRequiredMessage = "kai-scheduler cannot keep a replica's PodGan
 	"beyond its minAvailable, each a separate KAI PodGroup packed on its own, so they could land outside the domain the base " +
 	"PodGang took; set the required domain on the scaling group and cliques instead, make it preferred, or use grove-scheduler"
 
-// validateQueue: the PodCliqueSet's kai.scheduler/queue label (or the default queue) is the
-// queue of all its PodGangs; a clique that sets the label must agree with it.
-func validateQueue(pcs *corev1alpha1.PodCliqueSet, defaultQueue string) field.ErrorList {
-	var errs field.ErrorList
-	pcsPath := field.NewPath("metadata", "labels").Key(common.LabelKAIQueue)
-	queue, labelled := pcs.Labels[common.LabelKAIQueue]
-	switch {
-	case labelled:
-		errs = append(errs, validateQueueName(queue, pcsPath)...)
-	case defaultQueue != "":
-		queue = defaultQueue
-	default:
-		errs = append(errs, field.Required(pcsPath, fmt.Sprintf(
-			"kai-scheduler schedules every PodGang in a KAI queue: label the PodCliqueSet with %s=<queue> (or set defaultQueue in the kai-scheduler profile)",
-			common.LabelKAIQueue)))
+// PodGangMetadata puts the resolved queue on each PodGang (SyncPodGang reads it from there)
+// and tells KAI's pod-grouper to leave the PodGang alone: Grove writes its KAI PodGroup.
+func (b *Backend) PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (labels, annotations map[string]string) {
+	annotations = map[string]string{AnnotationSkipPodGrouper: "true"}
+	if queue, errs := ResolveQueue(pcs, b.cfg.DefaultQueue); len(errs) == 0 {
+		labels = map[string]string{common.LabelKAIQueue: queue}
 	}
-	for i, c := range pcs.Spec.Template.Cliques {
-		if c == nil {
-			continue
-		}
-		v, ok := c.Labels[common.LabelKAIQueue]
-		if !ok || queue == "" || v == queue {
-			continue
-		}
-		errs = append(errs, field.Invalid(field.NewPath("spec", "template", "cliques").Index(i).Child("labels").Key(common.LabelKAIQueue), v,
-			fmt.Sprintf("must equal the PodCliqueSet's queue %q: kai-scheduler schedules all pods of a PodGang in one queue", queue)))
-	}
-	return errs
-}
-
-func validateQueueName(q string, p *field.Path) field.ErrorList {
-	if q == "" {
-		return field.ErrorList{field.Invalid(p, q, "a KAI queue name must not be empty")}
-	}
-	return nil
+	return labels, annotations
 }

@@ -63,28 +63,47 @@ func replicaWide(p *corev1alpha1.PodCliqueSet, replicas int32) *corev1alpha1.Pod
 	return p
 }
 
-func TestValidatePodCliqueSetRequiresOneQueue(t *testing.T) {
+func TestQueueResolution(t *testing.T) {
 	q := common.LabelKAIQueue
+	annotated := func(p *corev1alpha1.PodCliqueSet, a map[string]string, clique int, ca map[string]string) *corev1alpha1.PodCliqueSet {
+		p.Annotations = a
+		if clique >= 0 {
+			p.Spec.Template.Cliques[clique].Annotations = ca
+		}
+		return p
+	}
 	cases := []struct {
 		name         string
 		defaultQueue string
 		pcs          *corev1alpha1.PodCliqueSet
+		wantQueue    string
 		wantFields   []string
 		wantDetail   string
 	}{
-		{name: "queue on the PodCliqueSet", pcs: pcs(map[string]string{q: "team-a"}, nil, nil)},
-		{name: "cliques repeat the queue", pcs: pcs(map[string]string{q: "team-a"}, map[string]string{q: "team-a"}, nil)},
-		{name: "default queue", defaultQueue: "shared", pcs: pcs(nil, nil)},
-		{name: "no queue", pcs: pcs(nil, nil), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}, wantDetail: "label the PodCliqueSet"},
-		{name: "clique disagrees", pcs: pcs(map[string]string{q: "team-a"}, nil, map[string]string{q: "team-b"}),
-			wantFields: []string{"spec.template.cliques[1].labels[kai.scheduler/queue]"}, wantDetail: `must equal the PodCliqueSet's queue "team-a"`},
-		{name: "clique disagrees with the default queue", defaultQueue: "shared", pcs: pcs(nil, map[string]string{q: "team-b"}),
-			wantFields: []string{"spec.template.cliques[0].labels[kai.scheduler/queue]"}, wantDetail: `"shared"`},
-		{name: "clique alone is not enough", pcs: pcs(nil, map[string]string{q: "team-a"}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
+		{name: "queue label on the PodCliqueSet", pcs: pcs(map[string]string{q: "team-a"}, nil, nil), wantQueue: "team-a"},
+		{name: "queue annotation on the PodCliqueSet", pcs: annotated(pcs(nil, nil), map[string]string{q: "team-a"}, -1, nil), wantQueue: "team-a"},
+		{name: "label and annotation agree", pcs: annotated(pcs(map[string]string{q: "team-a"}, nil), map[string]string{q: "team-a"}, -1, nil), wantQueue: "team-a"},
+		{name: "label and annotation disagree", pcs: annotated(pcs(map[string]string{q: "team-a"}, nil), map[string]string{q: "team-b"}, -1, nil),
+			wantFields: []string{"metadata.annotations[kai.scheduler/queue]"}, wantDetail: `must equal the label kai.scheduler/queue="team-a"`},
+		{name: "cliques repeat the queue", pcs: pcs(map[string]string{q: "team-a"}, map[string]string{q: "team-a"}, nil), wantQueue: "team-a"},
+		{name: "default queue", defaultQueue: "shared", pcs: pcs(nil, nil), wantQueue: "shared"},
+		{name: "no queue", pcs: pcs(nil, nil), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}, wantDetail: "label (or annotate) the PodCliqueSet or its cliques"},
+		{name: "clique disagrees with the PodCliqueSet", pcs: pcs(map[string]string{q: "team-a"}, nil, map[string]string{q: "team-b"}),
+			wantFields: []string{"spec.template.cliques[1].labels[kai.scheduler/queue]"}, wantDetail: `must equal the PodCliqueSet's KAI queue "team-a"`},
+		{name: "clique annotation disagrees with the PodCliqueSet", pcs: annotated(pcs(map[string]string{q: "team-a"}, nil), nil, 0, map[string]string{q: "team-b"}),
+			wantFields: []string{"spec.template.cliques[0].annotations[kai.scheduler/queue]"}},
+		// Dynamo puts the queue on the cliques only.
+		{name: "queue on the cliques only", pcs: pcs(nil, map[string]string{q: "team-a"}, nil, map[string]string{q: "team-a"}), wantQueue: "team-a"},
+		{name: "queue on a clique annotation only", pcs: annotated(pcs(nil, nil), nil, 0, map[string]string{q: "team-a"}), wantQueue: "team-a"},
+		{name: "a clique's queue wins over the default queue", defaultQueue: "shared", pcs: pcs(nil, map[string]string{q: "team-b"}), wantQueue: "team-b"},
+		{name: "cliques disagree", pcs: pcs(nil, map[string]string{q: "team-a"}, nil, map[string]string{q: "team-b"}),
+			wantFields: []string{"spec.template.cliques[2].labels[kai.scheduler/queue]"}, wantDetail: `different KAI queues ["team-a" "team-b"]`},
 		{name: "empty queue label", pcs: pcs(map[string]string{q: ""}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
 		{name: "PodCliqueSet domain over scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 3),
 			wantFields: []string{"spec.template.topologyConstraint.pack.required"}, wantDetail: `scaling group "g" has PodGangs beyond its minAvailable`},
 		{name: "PodCliqueSet domain, no scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 1)},
+		{name: "queue that is no label value", pcs: annotated(pcs(nil, nil), map[string]string{q: "team a"}, -1, nil),
+			wantFields: []string{"metadata.annotations[kai.scheduler/queue]"}, wantDetail: "valid label value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +117,13 @@ func TestValidatePodCliqueSetRequiresOneQueue(t *testing.T) {
 			if tc.wantDetail != "" {
 				require.NotEmpty(t, errs)
 				assert.Contains(t, errs[0].Detail, tc.wantDetail)
+			}
+			labels, annotations := b.PodGangMetadata(tc.pcs)
+			assert.Equal(t, map[string]string{"kai.scheduler/skip-podgrouper": "true"}, annotations)
+			if tc.wantQueue != "" {
+				assert.Equal(t, map[string]string{q: tc.wantQueue}, labels)
+			} else {
+				assert.Empty(t, labels)
 			}
 		})
 	}
@@ -115,7 +141,7 @@ func TestPreparePodPointsAtPodGroupAndSubGroup(t *testing.T) {
 		pod := backendtest.Pod()
 		(&Backend{}).PreparePod(pod, backend.PodGangRef{Name: "inf-0", PodGroup: tc.podGroup})
 		assert.Equal(t, "kai-scheduler", pod.Spec.SchedulerName)
-		assert.Equal(t, map[string]string{"pod-group-name": "inf-0"}, pod.Annotations)
+		assert.Equal(t, map[string]string{"pod-group-name": "inf-0", "kai.scheduler/skip-podgrouper": "true"}, pod.Annotations)
 		assert.Equal(t, map[string]string{"kai.scheduler/subgroup-name": tc.wantSubGroup}, pod.Labels)
 		assert.LessOrEqual(t, len(pod.Labels["kai.scheduler/subgroup-name"]), 63)
 	}

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,7 +77,8 @@ func TestPodGangsOfAReplicaBecomeKAIPodGroupsAcceptedByTheRealCRD(t *testing.T) 
 	require.NoError(t, b.SyncPodGang(ctx, scaled[0]))
 
 	gotBase := getPodGroup(t, c, ns, "inf-0")
-	assert.Equal(t, map[string]string{"app.kubernetes.io/managed-by": "grove-operator", "grove.io/podgang": "inf-0"}, gotBase.GetLabels())
+	assert.Equal(t, map[string]string{"app.kubernetes.io/managed-by": "grove-operator", "grove.io/podgang": "inf-0", "kai.scheduler/queue": "team-a"}, gotBase.GetLabels())
+	assert.Equal(t, map[string]string{"grove.io/topology-name": ct.Name}, gotBase.GetAnnotations())
 	assertOwnedBy(t, gotBase, "scheduler.grove.io/v1alpha1", "PodGang", "inf-0", base.UID)
 	backendtest.JSONEqYAML(t, fmt.Sprintf(`
 queue: team-a
@@ -325,4 +328,112 @@ func TestCheckTopologyDriftOfAReferencedKAITopology(t *testing.T) {
 	assert.False(t, drift.InSync, "same keys in another order is drift")
 	assert.Equal(t, reordered.GetGeneration(), drift.ObservedGeneration)
 	assert.Contains(t, drift.Message, `levels ["example.com/rack" "example.com/block" "kubernetes.io/hostname"]`)
+}
+
+func TestPodGroupCarriesThePodGangsLabelsAndAnnotations(t *testing.T) {
+	c := backendtest.Client(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	_, scaled := backendtest.ReplicaGangs(ns, "")
+	g := scaled[0]
+	g.Spec.TopologyConstraint = nil
+	for i := range g.Spec.PodGroups {
+		g.Spec.PodGroups[i].TopologyConstraint = nil
+	}
+	// What the operator writes on a PodGang: the PodCliqueSet's labels and annotations, the
+	// queue, and the pod-grouper opt-out. Upstream Grove puts the queue in an annotation.
+	g.Labels = map[string]string{"kai.scheduler/node-pool": "pool-a", "team": "inference", common.LabelPodGang: "ignored-overwritten"}
+	g.Annotations = map[string]string{common.LabelKAIQueue: "from-annotation", AnnotationSkipPodGrouper: "true", "example.com/owner": "alice"}
+	createGangs(t, c, g)
+	require.NoError(t, newBackend(t, c, `{"defaultQueue":"shared"}`).SyncPodGang(ctx, g))
+
+	got := getPodGroup(t, c, ns, g.Name)
+	assert.Equal(t, map[string]string{
+		"app.kubernetes.io/managed-by": "grove-operator", common.LabelPodGang: g.Name,
+		"kai.scheduler/node-pool": "pool-a", "team": "inference",
+	}, got.GetLabels())
+	assert.Equal(t, g.Annotations, got.GetAnnotations())
+	assert.Equal(t, "from-annotation", got.Object["spec"].(map[string]any)["queue"], "the annotation names the queue when no label does")
+
+	// A label removed from the PodGang leaves the PodGroup too (server-side apply).
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(g), g))
+	delete(g.Labels, "team")
+	g.Labels[common.LabelKAIQueue] = "from-label"
+	require.NoError(t, c.Update(ctx, g))
+	require.NoError(t, newBackend(t, c, "").SyncPodGang(ctx, g))
+	got = getPodGroup(t, c, ns, g.Name)
+	assert.NotContains(t, got.GetLabels(), "team")
+	assert.Equal(t, "from-label", got.Object["spec"].(map[string]any)["queue"], "the label wins over the annotation")
+}
+
+// KAI's stale-gang eviction is turned off on Grove's PodGroups where the PodGroup API has
+// spec.stalenessGracePeriod. The vendored KAI CRD predates it; the test adds the field to the
+// served schema (as a KAI upgrade would) and checks both states against the apiserver.
+func TestStaleGangEvictionIsOffWhereKAIOffersIt(t *testing.T) {
+	c := backendtest.Client(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	dc, err := discovery.NewDiscoveryClientForConfig(cluster.Shared.Config)
+	require.NoError(t, err)
+	initWithDiscovery := func() *Backend {
+		b := &Backend{}
+		require.NoError(t, b.Init(ctx, backend.InitContext{Client: c, APIReader: c, Discovery: dc, Logger: testr.New(t), Config: []byte(`{"defaultQueue":"q"}`)}))
+		return b
+	}
+	gang := func(name string) *schedv1alpha1.PodGang {
+		g := backendtest.PodGang(ns, name, "", []schedv1alpha1.PodGroup{{Name: name + "-a", MinReplicas: 2, PodReferences: []schedv1alpha1.NamespacedName{}}})
+		createGangs(t, c, g)
+		return g
+	}
+
+	old := initWithDiscovery()
+	require.False(t, old.disableStaleEviction, "the vendored KAI CRD has no stalenessGracePeriod")
+	require.NoError(t, old.SyncPodGang(ctx, gang("before")))
+	assert.NotContains(t, getPodGroup(t, c, ns, "before").Object["spec"], "stalenessGracePeriod")
+
+	addStalenessGracePeriod(t, c)
+	var upgraded *Backend
+	backendtest.Eventually(t, 30*time.Second, func() (bool, error) {
+		upgraded = initWithDiscovery()
+		return upgraded.disableStaleEviction, nil
+	}, "the OpenAPI schema to show spec.stalenessGracePeriod")
+	require.NoError(t, upgraded.SyncPodGang(ctx, gang("after")))
+	assert.Equal(t, "-1s", getPodGroup(t, c, ns, "after").Object["spec"].(map[string]any)["stalenessGracePeriod"])
+}
+
+// addStalenessGracePeriod adds KAI v0.17's spec.stalenessGracePeriod to the served PodGroup
+// schema of this test binary's control plane and removes it when the test ends.
+func addStalenessGracePeriod(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "podgroups.scheduling.run.ai"}, crd))
+	original := crd.DeepCopy()
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	found := false
+	for i, v := range versions {
+		vm := v.(map[string]any)
+		if vm["name"] != PodGroupGVK.Version {
+			continue
+		}
+		require.NoError(t, unstructured.SetNestedField(vm, map[string]any{"type": "string"},
+			"schema", "openAPIV3Schema", "properties", "spec", "properties", "stalenessGracePeriod"))
+		versions[i], found = vm, true
+	}
+	require.True(t, found)
+	require.NoError(t, unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"))
+	require.NoError(t, c.Update(ctx, crd))
+	t.Cleanup(func() {
+		restore := &unstructured.Unstructured{}
+		restore.SetGroupVersionKind(original.GroupVersionKind())
+		if err := c.Get(ctx, client.ObjectKey{Name: original.GetName()}, restore); err != nil {
+			t.Errorf("restoring the KAI PodGroup CRD: %v", err)
+			return
+		}
+		restore.Object["spec"] = original.Object["spec"]
+		if err := c.Update(ctx, restore); err != nil {
+			t.Errorf("restoring the KAI PodGroup CRD: %v", err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package kai
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,10 +17,7 @@ import (
 
 // SyncPodGang creates or updates the PodGang's KAI PodGroup.
 func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) error {
-	queue := pg.Labels[common.LabelKAIQueue]
-	if queue == "" {
-		queue = b.cfg.DefaultQueue
-	}
+	queue := queueOfPodGang(pg, b.cfg.DefaultQueue)
 	if queue == "" {
 		return fmt.Errorf("PodGang %s/%s has no %s label and the kai-scheduler profile has no defaultQueue", pg.Namespace, pg.Name, common.LabelKAIQueue)
 	}
@@ -31,6 +29,9 @@ func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) er
 		}
 	}
 	desired, err := desiredPodGroup(pg, queue, topology)
+	if err == nil && b.disableStaleEviction {
+		desired.Object["spec"].(map[string]any)["stalenessGracePeriod"] = neverStale
+	}
 	if err != nil {
 		return err
 	}
@@ -38,6 +39,18 @@ func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) er
 		return fmt.Errorf("applying KAI PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	return nil
+}
+
+// queueOfPodGang: the operator labels each PodGang with its queue; a PodGang written by
+// upstream Grove may carry it as an annotation instead.
+func queueOfPodGang(pg *schedv1alpha1.PodGang, defaultQueue string) string {
+	if q := pg.Labels[common.LabelKAIQueue]; q != "" {
+		return q
+	}
+	if q := pg.Annotations[common.LabelKAIQueue]; q != "" {
+		return q
+	}
+	return defaultQueue
 }
 
 // topologyName is the KAI Topology of the PodGang's ClusterTopology: the one referenced for
@@ -102,7 +115,17 @@ func desiredPodGroup(pg *schedv1alpha1.PodGang, queue, topology string) (*unstru
 		spec["topologyConstraint"] = tc
 	}
 	u := thirdparty.New(PodGroupGVK, client.ObjectKey{Namespace: pg.Namespace, Name: pg.Name})
-	u.SetLabels(thirdparty.ManagedLabels(map[string]string{common.LabelPodGang: common.ShortenLabelValue(pg.Name)}))
+	// The PodGang's labels and annotations (the PodCliqueSet's own, mirrored) reach KAI, which
+	// reads e.g. kai.scheduler/node-pool from its PodGroup.
+	labels := maps.Clone(pg.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, thirdparty.ManagedLabels(map[string]string{common.LabelPodGang: common.ShortenLabelValue(pg.Name)}))
+	u.SetLabels(labels)
+	if len(pg.Annotations) > 0 {
+		u.SetAnnotations(maps.Clone(pg.Annotations))
+	}
 	u.SetOwnerReferences(append(u.GetOwnerReferences(), thirdparty.ControllerReference(pg, schedv1alpha1.SchemeGroupVersion.WithKind("PodGang"))))
 	u.Object["spec"] = spec
 	return u, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +19,7 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
+	"github.com/ai-dynamo/grove/internal/operator/backend"
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
@@ -107,26 +110,22 @@ func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, err
 
 // apply creates or updates one PodGang, syncs it to the backend and marks it Initialized.
 func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *schedv1alpha1.PodGang) error {
-	labels := common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodGang, g.replica)
+	labels, annotations := gangMetadata(st)
+	maps.Copy(labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodGang, g.replica))
 	if st.backend != nil {
 		labels[apicommon.LabelSchedulerName] = string(st.backend.Name())
-	}
-	if queue := kaiQueueOf(st.pcs); queue != "" {
-		// The KAI backend reads the queue from the PodGang (admission keeps cliques consistent).
-		labels[apicommon.LabelKAIQueue] = queue
 	}
 	if g.base != "" {
 		labels[apicommon.LabelPodCliqueScalingGroup] = g.scalingGroup
 		labels[apicommon.LabelBasePodGang] = g.base
 	}
-	var annotations map[string]string
 	if st.topology != nil && st.topology.found {
-		annotations = map[string]string{apicommon.AnnotationTopologyName: st.topology.name}
+		annotations[apicommon.AnnotationTopologyName] = st.topology.name
 	}
 
 	if pg == nil {
 		pg = &schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{
-			Name: g.name, Namespace: st.pcs.Namespace, Labels: labels, Annotations: annotations}, Spec: g.spec}
+			Name: g.name, Namespace: st.pcs.Namespace, Labels: labels, Annotations: emptyToNil(annotations)}, Spec: g.spec}
 		if err := controllerutil.SetControllerReference(st.stored, pg, c.r.Client.Scheme()); err != nil {
 			return err
 		}
@@ -136,14 +135,16 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 			}
 			return err
 		}
-	} else if !equality.Semantic.DeepEqual(pg.Spec, g.spec) || !subset(labels, pg.Labels) || !equality.Semantic.DeepEqual(annotationOf(pg), annotations) {
+	} else if _, topologyNamed := pg.Annotations[apicommon.AnnotationTopologyName]; !equality.Semantic.DeepEqual(pg.Spec, g.spec) ||
+		!subset(labels, pg.Labels) || !subset(annotations, pg.Annotations) || (topologyNamed && annotations[apicommon.AnnotationTopologyName] == "") {
+		// Keys are added and updated, never removed: other controllers (and upstream Grove,
+		// before a takeover) may have written their own; only the topology name is ours alone.
 		patch := client.MergeFrom(pg.DeepCopy())
 		pg.Spec = g.spec
 		pg.Labels = common.WithLabels(pg.Labels, labels)
-		if annotations == nil {
+		pg.Annotations = emptyToNil(common.WithLabels(pg.Annotations, annotations))
+		if annotations[apicommon.AnnotationTopologyName] == "" {
 			delete(pg.Annotations, apicommon.AnnotationTopologyName)
-		} else {
-			pg.Annotations = common.WithLabels(pg.Annotations, annotations)
 		}
 		if err := c.r.Client.Patch(ctx, pg, patch); err != nil {
 			return client.IgnoreNotFound(err)
@@ -204,14 +205,6 @@ func (c *podGangs) Delete(ctx context.Context, st *state) error {
 	return deleteUnwanted(ctx, c.r.Client, owned, nil)
 }
 
-func annotationOf(pg *schedv1alpha1.PodGang) map[string]string {
-	v, ok := pg.Annotations[apicommon.AnnotationTopologyName]
-	if !ok {
-		return nil
-	}
-	return map[string]string{apicommon.AnnotationTopologyName: v}
-}
-
 // subset reports whether every entry of want is in have.
 func subset(want, have map[string]string) bool {
 	for k, v := range want {
@@ -222,15 +215,34 @@ func subset(want, have map[string]string) bool {
 	return true
 }
 
-// kaiQueueOf is the KAI queue a PodCliqueSet asks for: its own label, else its cliques'.
-func kaiQueueOf(pcs *corev1alpha1.PodCliqueSet) string {
-	if q := pcs.Labels[apicommon.LabelKAIQueue]; q != "" {
-		return q
+// gangMetadata is what every PodGang of a PodCliqueSet carries besides Grove's own keys: the
+// PodCliqueSet's labels and annotations outside grove.io/ (so that e.g. kai.scheduler/node-pool
+// reaches the scheduler's objects, as upstream Grove does), then what the backend adds.
+func gangMetadata(st *state) (labels, annotations map[string]string) {
+	labels, annotations = mirrored(st.pcs.Labels), mirrored(st.pcs.Annotations)
+	delete(annotations, corev1.LastAppliedConfigAnnotation) // a copy of the whole object, not metadata
+	if p, ok := st.backend.(backend.PodGangMetadataProvider); ok {
+		l, a := p.PodGangMetadata(st.pcs)
+		maps.Copy(labels, l)
+		maps.Copy(annotations, a)
 	}
-	for _, c := range pcs.Spec.Template.Cliques {
-		if c != nil && c.Labels[apicommon.LabelKAIQueue] != "" {
-			return c.Labels[apicommon.LabelKAIQueue]
+	return labels, annotations
+}
+
+// mirrored copies the keys outside Grove's own grove.io/ prefix.
+func mirrored(in map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range in {
+		if !strings.HasPrefix(k, apicommon.GroveKeyPrefix) {
+			out[k] = v
 		}
 	}
-	return ""
+	return out
+}
+
+func emptyToNil(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }

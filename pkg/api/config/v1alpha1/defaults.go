@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,10 @@ const (
 	DefaultLeaseName         = "grove-operator-leader-election"
 	DefaultConcurrentSyncs   = 4
 	DefaultStartupWaiterImg  = "ghcr.io/ai-dynamo/grove/grove-operator:latest"
+	DefaultPprofBindAddress  = "127.0.0.1:2753"
+	// UpstreamTopologyName is the ClusterTopology upstream Grove keeps from
+	// topologyAwareScheduling.levels.
+	UpstreamTopologyName = "grove-topology"
 )
 
 // SetDefaults_OperatorConfiguration fills unset fields with their defaults.
@@ -44,6 +49,9 @@ func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
 		wh.Port = DefaultWebhookPort
 	}
 	setString(&wh.ServerCertDir, DefaultServerCertDir)
+	if wh.CertProvisionMode == "" && wh.AutoProvision != nil && !*wh.AutoProvision {
+		wh.CertProvisionMode = CertProvisionModeManual
+	}
 	if wh.CertProvisionMode == "" {
 		wh.CertProvisionMode = CertProvisionModeAuto
 	}
@@ -74,6 +82,17 @@ func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
 	if c.Scheduler.DefaultProfileName == "" && len(c.Scheduler.Profiles) == 1 {
 		c.Scheduler.DefaultProfileName = c.Scheduler.Profiles[0].Name
 	}
+	// default-scheduler is always enabled: pods that name it must not go unhandled.
+	if !slices.ContainsFunc(c.Scheduler.Profiles, func(p SchedulerProfile) bool { return p.Name == SchedulerNameKube }) {
+		c.Scheduler.Profiles = append(c.Scheduler.Profiles, SchedulerProfile{Name: SchedulerNameKube})
+	}
+	tas := &c.TopologyAwareScheduling
+	if tas.Enabled && len(tas.Levels) > 0 && !slices.ContainsFunc(tas.Profiles, func(p TopologyProfile) bool { return p.Name == UpstreamTopologyName }) {
+		tas.Profiles = append(tas.Profiles, TopologyProfile{Name: UpstreamTopologyName, Levels: slices.Clone(tas.Levels)})
+	}
+	if c.Debugging != nil && c.Debugging.PprofBindAddress == nil {
+		c.Debugging.PprofBindAddress = ptr.To(DefaultPprofBindAddress)
+	}
 	setString(&c.StartupWaiter.Image, DefaultStartupWaiterImg)
 }
 
@@ -87,4 +106,20 @@ func setString(s *string, v string) {
 	if *s == "" {
 		*s = v
 	}
+}
+
+// NotImplementedKeys lists the keys of upstream Grove's configuration that are present in c
+// and that this operator accepts but does not implement (whatever their value).
+func NotImplementedKeys(c *OperatorConfiguration) []string {
+	var keys []string
+	if c.Authorizer != nil {
+		keys = append(keys, "authorizer")
+	}
+	if c.Network != nil {
+		keys = append(keys, "network.autoMNNVLEnabled")
+	}
+	if c.MNNVL != nil {
+		keys = append(keys, "mnnvl.enabled")
+	}
+	return keys
 }

@@ -30,6 +30,53 @@ type OperatorConfiguration struct {
 	TopologyAwareScheduling TopologyAwareSchedulingConfiguration `json:"topologyAwareScheduling"`
 	// StartupWaiter configures the init container that enforces clique startup order.
 	StartupWaiter StartupWaiterConfiguration `json:"startupWaiter"`
+	// Debugging configures the profiling endpoint.
+	// +optional
+	Debugging *DebuggingConfiguration `json:"debugging,omitempty"`
+
+	// Upstream Grove's keys that this operator accepts, so that a configuration rendered by
+	// upstream's chart starts it, but does not implement: a present key is logged as a warning
+	// at start-up (see NotImplementedKeys).
+
+	// Authorizer is upstream's authorizer webhook configuration. Not implemented.
+	// +optional
+	Authorizer *AuthorizerConfiguration `json:"authorizer,omitempty"`
+	// Network is upstream's network acceleration configuration. Not implemented.
+	// +optional
+	Network *NetworkConfiguration `json:"network,omitempty"`
+	// MNNVL is older upstream releases' spelling of network. Not implemented.
+	// +optional
+	MNNVL *MNNVLConfiguration `json:"mnnvl,omitempty"`
+}
+
+// DebuggingConfiguration configures debugging endpoints.
+type DebuggingConfiguration struct {
+	// EnableProfiling serves net/http/pprof under /debug/pprof/ on PprofBindAddress.
+	// +optional
+	EnableProfiling *bool `json:"enableProfiling,omitempty"`
+	// PprofBindAddress is host:port of the profiling server; 127.0.0.1:2753 when unset.
+	// +optional
+	PprofBindAddress *string `json:"pprofBindAddress,omitempty"`
+}
+
+// AuthorizerConfiguration is upstream Grove's authorizer webhook configuration, accepted for
+// compatibility and not implemented.
+type AuthorizerConfiguration struct {
+	Enabled                          bool     `json:"enabled"`
+	ReconcilerServiceAccountUserName string   `json:"reconcilerServiceAccountUserName,omitempty"`
+	ExemptServiceAccountUserNames    []string `json:"exemptServiceAccountUserNames,omitempty"`
+}
+
+// NetworkConfiguration is upstream Grove's network acceleration configuration, accepted for
+// compatibility and not implemented.
+type NetworkConfiguration struct {
+	AutoMNNVLEnabled bool `json:"autoMNNVLEnabled"`
+}
+
+// MNNVLConfiguration is older upstream releases' MNNVL configuration, accepted for
+// compatibility and not implemented.
+type MNNVLConfiguration struct {
+	Enabled bool `json:"enabled"`
 }
 
 // LogLevel is the verbosity of the operator's logs.
@@ -53,6 +100,12 @@ type ClientConnectionConfiguration struct {
 	QPS float32 `json:"qps"`
 	// Burst is the request burst to the apiserver.
 	Burst int `json:"burst"`
+	// ContentType is the encoding of requests (e.g. application/vnd.kubernetes.protobuf).
+	// +optional
+	ContentType string `json:"contentType,omitempty"`
+	// AcceptContentTypes is the Accept header of requests.
+	// +optional
+	AcceptContentTypes string `json:"acceptContentTypes,omitempty"`
 }
 
 // LeaderElectionConfiguration configures leader election.
@@ -116,6 +169,10 @@ type WebhookServer struct {
 	ServiceName string `json:"serviceName"`
 	// Namespace is the namespace of the Secret and Service.
 	Namespace string `json:"namespace"`
+	// AutoProvision is upstream Grove's older spelling of certProvisionMode: false means
+	// manual, true auto. Used only when certProvisionMode is unset.
+	// +optional
+	AutoProvision *bool `json:"autoProvision,omitempty"`
 }
 
 // ControllerConfiguration configures the controllers.
@@ -171,6 +228,10 @@ type TopologyAwareSchedulingConfiguration struct {
 	// Profiles are ClusterTopologies the operator creates and keeps equal to this config.
 	// +optional
 	Profiles []TopologyProfile `json:"profiles,omitempty"`
+	// Levels is upstream Grove's single topology: with enabled, defaulting turns it into the
+	// profile grove-topology (upstream's ClusterTopology name) unless a profile has that name.
+	// +optional
+	Levels []corev1alpha1.TopologyLevel `json:"levels,omitempty"`
 }
 
 // TopologyProfile is a ClusterTopology managed from the configuration.

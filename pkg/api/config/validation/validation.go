@@ -3,8 +3,10 @@ package validation
 
 import (
 	"fmt"
+	"net"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -18,6 +20,11 @@ func ValidateOperatorConfiguration(c *configv1alpha1.OperatorConfiguration) fiel
 	errs = append(errs, validateClient(c.ClientConnection, field.NewPath("runtimeClientConnection"))...)
 	errs = append(errs, validateLeaderElection(c.LeaderElection, field.NewPath("leaderElection"))...)
 	errs = append(errs, validateServer(c.Server, field.NewPath("server"))...)
+	if d := c.Debugging; d != nil && d.PprofBindAddress != nil {
+		if _, _, err := net.SplitHostPort(*d.PprofBindAddress); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("debugging", "pprofBindAddress"), *d.PprofBindAddress, "must be host:port"))
+		}
+	}
 	errs = append(errs, validateControllers(c.Controllers, field.NewPath("controllers"))...)
 	errs = append(errs, validateLogging(c, field.NewPath("logLevel"), field.NewPath("logFormat"))...)
 	errs = append(errs, validateScheduler(c.Scheduler, field.NewPath("scheduler"))...)
@@ -165,6 +172,13 @@ func validateScheduler(s configv1alpha1.SchedulerConfiguration, p *field.Path) f
 
 func validateTopology(t configv1alpha1.TopologyAwareSchedulingConfiguration, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	if i := slices.IndexFunc(t.Profiles, func(prof configv1alpha1.TopologyProfile) bool {
+		return prof.Name == configv1alpha1.UpstreamTopologyName
+	}); t.Enabled && len(t.Levels) > 0 && i >= 0 &&
+		!equality.Semantic.DeepEqual(t.Levels, t.Profiles[i].Levels) {
+		errs = append(errs, field.Invalid(p.Child("levels"), t.Levels, fmt.Sprintf(
+			"levels define the ClusterTopology %q, and profiles[%d] defines it differently: keep one of them", configv1alpha1.UpstreamTopologyName, i)))
+	}
 	pp := p.Child("profiles")
 	if len(t.Profiles) > 0 && !t.Enabled {
 		errs = append(errs, field.Forbidden(pp, "topology profiles need topologyAwareScheduling.enabled"))

@@ -134,7 +134,7 @@ topologyAwareScheduling:
   enabled: true
 `))
 	require.NoError(t, err)
-	assert.Len(t, cfg.Scheduler.Profiles, 2)
+	assert.Len(t, cfg.Scheduler.Profiles, 3, "default-scheduler is always enabled")
 	assert.JSONEq(t, `{"queue":"default"}`, string(cfg.Scheduler.Profiles[1].Config.Raw))
 	assert.Equal(t, configv1alpha1.DefaultWebhookPort, cfg.Server.Webhooks.Port, "defaults applied on decode")
 	require.Empty(t, ValidateOperatorConfiguration(cfg))

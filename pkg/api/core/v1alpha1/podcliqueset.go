@@ -119,6 +119,7 @@ type PodCliqueSetTemplateSpec struct {
 }
 
 // PodCliqueTemplateSpec is the template of one clique (role).
+// +kubebuilder:validation:XValidation:rule="!has(self.topologyConstraint) || has(self.topologyConstraint.packDomain) || has(self.topologyConstraint.pack)",message="a topology constraint needs a domain: set packDomain or pack",fieldPath=".topologyConstraint",reason=FieldValueRequired
 type PodCliqueTemplateSpec struct {
 	// Name of the clique, unique within the PodCliqueSet.
 	// +kubebuilder:validation:MinLength=1
@@ -141,6 +142,7 @@ type PodCliqueTemplateSpec struct {
 }
 
 // PodCliqueScalingGroupConfig groups cliques that are replicated together.
+// +kubebuilder:validation:XValidation:rule="!has(self.topologyConstraint) || has(self.topologyConstraint.packDomain) || has(self.topologyConstraint.pack)",message="a topology constraint needs a domain: set packDomain or pack",fieldPath=".topologyConstraint",reason=FieldValueRequired
 type PodCliqueScalingGroupConfig struct {
 	// Name of the scaling group, unique within the PodCliqueSet.
 	// +kubebuilder:validation:MinLength=1

@@ -18,7 +18,9 @@ const (
 
 // TopologyConstraint asks for the pods of one replica of the constrained object to be packed
 // into one domain of a ClusterTopology.
-// +kubebuilder:validation:XValidation:rule="has(self.packDomain) || has(self.pack)",message="a topology constraint needs a domain: set packDomain or pack",reason=FieldValueRequired
+// Only the PodCliqueSet-level constraint may name just a topology (its children then carry
+// the domains); a scaling-group or clique constraint needs a domain (see their rules).
+// +kubebuilder:validation:XValidation:rule="has(self.packDomain) || has(self.pack) || has(self.topologyName)",message="a topology constraint needs a domain: set packDomain or pack",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!(has(self.packDomain) && has(self.pack) && has(self.pack.required))",message="packDomain and pack.required must not both be set",fieldPath=".pack.required",reason=FieldValueForbidden
 type TopologyConstraint struct {
 	// TopologyName names the ClusterTopology the domains refer to. It is set on the

@@ -12,6 +12,8 @@ import (
 // not exist.
 type TopologyLookup func(name string) (*corev1alpha1.ClusterTopology, error)
 
+const rootWhat = "the PodCliqueSet"
+
 // constraintRef is one topology constraint of a PodCliqueSet with where it sits.
 type constraintRef struct {
 	tc     *corev1alpha1.TopologyConstraint
@@ -37,7 +39,7 @@ func topologyConstraints(pcs *corev1alpha1.PodCliqueSet) []*constraintRef {
 	var refs []*constraintRef
 	var root *constraintRef
 	if t.TopologyConstraint != nil {
-		root = &constraintRef{tc: t.TopologyConstraint, path: templatePath.Child("topologyConstraint"), what: "the PodCliqueSet"}
+		root = &constraintRef{tc: t.TopologyConstraint, path: templatePath.Child("topologyConstraint"), what: rootWhat}
 		refs = append(refs, root)
 	}
 	groups := map[string]*constraintRef{}
@@ -137,7 +139,8 @@ func ValidateTopologyConstraints(pcs *corev1alpha1.PodCliqueSet, tasEnabled bool
 		return nil, errs
 	}
 	for _, r := range refs {
-		if !r.tc.HasDomain() {
+		// The PodCliqueSet's constraint may only name the topology its children's domains use.
+		if !r.tc.HasDomain() && !(r.what == rootWhat && r.tc.TopologyName != "") {
 			errs = append(errs, field.Required(r.path.Child("packDomain"), "a topology constraint needs a domain: set packDomain or pack"))
 		}
 	}

@@ -84,8 +84,11 @@ func TestValidateTopologyConstraints(t *testing.T) {
 			want: []fieldErr{"Invalid " + aloneTC + ".pack.preferred"}},
 		{name: "required child may be broader than a preferred parent", tcs: constraints{pcs: named("gpu", pack("", "host")), standalone: pack("rack", "")}},
 		{name: "preferred broader than required warns", tcs: constraints{pcs: named("gpu", pack("rack", "block"))}, wantWarnings: 1},
-		{name: "constraint without a domain", tcs: constraints{pcs: named("gpu", &corev1alpha1.TopologyConstraint{})},
-			want: []fieldErr{"Required " + pcsTC + ".packDomain"}},
+		{name: "constraint without a domain", tcs: constraints{pcs: named("gpu", &corev1alpha1.TopologyConstraint{}), group: &corev1alpha1.TopologyConstraint{}},
+			want: []fieldErr{"Required " + groupTC + ".packDomain"}},
+		{name: "the PodCliqueSet's constraint may only name the topology", tcs: constraints{pcs: named("gpu", &corev1alpha1.TopologyConstraint{}), member: pack("rack", "")}},
+		{name: "a child's constraint needs a domain", tcs: constraints{pcs: named("gpu", pack("block", "")), member: named("gpu", &corev1alpha1.TopologyConstraint{})},
+			want: []fieldErr{"Required " + memberTC + ".packDomain"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
