@@ -102,6 +102,8 @@ func newCommand() *cobra.Command {
 		},
 	})
 	root.SetContext(context.Background())
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath()) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nSee '%s --help'", err, c.CommandPath())
+	})
 	return root
 }
