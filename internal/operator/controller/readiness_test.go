@@ -3,12 +3,16 @@ package controller_test
 import (
 	"testing"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -43,6 +47,8 @@ func (e *env) readyOf(c *assert.CollectT, name string) (*metav1.Condition, int32
 // holds it back, quoting the scheduler's reason, and the gang counts follow.
 func TestReadyRollsUpPodGangs(t *testing.T) {
 	e := newEnv(t)
+	require.NoError(t, grovemetrics.Register(e.c))
+	created, lifted := promtestutil.ToFloat64(grovemetrics.PodsCreated), promtestutil.ToFloat64(grovemetrics.GatesLifted)
 	e.create(disaggregated(e.ns, "ready", 1))
 
 	e.eventually(func(c *assert.CollectT) {
@@ -97,4 +103,24 @@ func TestReadyRollsUpPodGangs(t *testing.T) {
 		assert.Equal(c, int32(2), total)
 		assert.Equal(c, int32(2), scheduled)
 	}, "every gang placed and every replica available")
+
+	// The operator's metrics moved with it (other tests may run alongside: at least).
+	const pods = 7 // router 1 + 2 × (prefill 2 + decode 1)
+	assert.GreaterOrEqual(t, promtestutil.ToFloat64(grovemetrics.PodsCreated)-created, float64(pods))
+	assert.GreaterOrEqual(t, promtestutil.ToFloat64(grovemetrics.GatesLifted)-lifted, float64(pods))
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			for _, l := range m.GetLabel() {
+				name += "," + l.GetName() + "=" + l.GetValue()
+			}
+			got[name] = m.GetGauge().GetValue()
+		}
+	}
+	assert.GreaterOrEqual(t, got["grove_podcliquesets,ready=true"], 1.0, "state gauges: %v", got)
+	assert.GreaterOrEqual(t, got["grove_podcliqueset_replicas,state=available"], 1.0)
+	assert.GreaterOrEqual(t, got["grove_podgangs,phase=Pending,scheduled=true"], 2.0, "the test wrote Scheduled but no phase")
 }
