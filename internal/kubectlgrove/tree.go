@@ -121,10 +121,10 @@ func (s *Snapshot) Render(w io.Writer) {
 			prefix := indent(lastReplica)
 			score := ""
 			if g.Status.PlacementScore != nil {
-				score = fmt.Sprintf(" score=%.2f", *g.Status.PlacementScore)
+				score = fmt.Sprintf("  score=%.2f", *g.Status.PlacementScore)
 			}
 			fmt.Fprintf(w, "%s%s PodGang %s  phase=%s scheduled=%s%s%s%s\n", prefix, branch(lastGang), g.Name, orDash(string(g.Status.Phase)),
-				condStatus(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), score, s.Packing(&g).summary(),
+				condStatus(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), s.Packing(&g).summary(), score,
 				reason(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled))
 			s.renderGroups(w, prefix+indent(lastGang), g, podsByGang[g.Name])
 		}

@@ -109,7 +109,7 @@ func up(dir string) error {
 	if runErr != nil {
 		fmt.Printf("\nthe demo failed: %v\nlogs are in %s\n", runErr, dir)
 	}
-	fmt.Printf("\nThe environment stays up%s:\n  export KUBECONFIG=%s\n  kubectl get pcs,pclq,pcsg,pg -A\nStop it with: make demo-down (or grove-demo down --state-dir %s)\n",
+	fmt.Printf("\nThe environment stays up%s:\n  export KUBECONFIG=%s\n  kubectl get grove -A\n  kubectl grove tree inference -n demo      (the plugin is bin/kubectl-grove: put bin/ on PATH)\n  kubectl grove why pgang/too-big-0 -n demo\nStop it with: make demo-down (or grove-demo down --state-dir %s)\n",
 		map[bool]string{true: " for inspection", false: ""}[runErr != nil], kubeconfig, dir)
 	return runErr
 }
