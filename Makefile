@@ -29,9 +29,9 @@ kwok: ## Build kwok v0.8.0 (simulated nodes) into bin/.
 	@test -x $(BIN)/kwok || $(GO) build -o $(BIN)/kwok sigs.k8s.io/kwok/cmd/kwok
 
 .PHONY: build
-build: ## Build grove-operator and grove-scheduler into bin/ (the e2e framework runs them as processes).
+build: ## Build grove-operator, grove-scheduler and the kubectl-grove plugin into bin/ (e2e runs them as processes).
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(GROVE_LDFLAGS)" -o $(BIN)/ ./cmd/grove-operator ./cmd/grove-scheduler
+	$(GO) build -ldflags "$(GROVE_LDFLAGS)" -o $(BIN)/ ./cmd/grove-operator ./cmd/grove-scheduler ./cmd/kubectl-grove
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code, CRDs and webhook configurations (controller-gen v0.23.0 via go tool).

@@ -29,6 +29,13 @@ require (
 )
 
 require (
+	github.com/google/btree v1.1.3 // indirect
+	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
+	github.com/peterbourgon/diskv v2.0.1+incompatible // indirect
+	k8s.io/cli-runtime v0.37.1
+)
+
+require (
 	cel.dev/expr v0.25.1 // indirect
 	cyphar.com/go-pathrs v0.2.5 // indirect
 	dario.cat/mergo v1.0.1 // indirect

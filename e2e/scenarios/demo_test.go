@@ -66,6 +66,23 @@ func TestDemoUpAndDown(t *testing.T) {
 	assert.Equal(t, common.BasePodGangName(demo.TooBig, 0), pending[1])
 	assert.Contains(t, out, "reason: "+pending[3], "the tree shows the pending gang's reason")
 
+	// The PodCliqueSet's Ready condition rolled its two gangs up.
+	assert.Contains(t, out, "✓ PodCliqueSet "+demo.Workload+" Ready: all 2 PodGangs are scheduled and all 1 replicas are available")
+	// kubectl grove why explains the pending gang: every pod exists and is ungated, none is
+	// bound, the scheduler's reason is quoted, and the next action is about the rack it must fit.
+	for _, want := range []string{
+		"PodGang " + demo.Namespace + "/" + pending[1] + " is not scheduled (phase Pending)",
+		"1. pods: " + pending[2] + " exist, 0 bound to nodes, 0 still gated",
+		"grove-scheduler: Unschedulable — " + pending[3],
+		"next: free capacity inside one domain of the required level",
+	} {
+		assert.Contains(t, out, want, "kubectl grove why")
+	}
+	assert.NotContains(t, out, "carry the scheduling gate", "kubectl grove why: no pod of the pending gang is gated")
+	// kubectl grove topology lists the scaled gang inside its rack.
+	assert.Regexp(t, regexp.MustCompile(`rack `+regexp.QuoteMeta(rack)+`  nodes=4[^\n]*\n[^\n]*gangs inside: [^\n]*`+
+		regexp.QuoteMeta(demo.Namespace+"/"+gang+" ("+scaled[3]+" pods)")), out, "kubectl grove topology")
+
 	// What the demo printed is what the API holds.
 	cs := demoClientset(t, filepath.Join(stateDir, "kubeconfig"))
 	ctx := context.Background()

@@ -28,6 +28,7 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -83,6 +84,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	schedmetrics.Register()
 	p := &Plugin{
 		ctx:    ctx,
 		args:   *args,
@@ -466,6 +468,7 @@ func (p *Plugin) Permit(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ 
 		p.retryElastic()
 		return nil, 0
 	case ledger.Wait:
+		schedmetrics.PermitWait()
 		return fwk.NewStatus(fwk.Wait, "waiting for the rest of the gang: "+g.Quorum.Progress()), p.permitTimeout(g)
 	default:
 		return fwk.NewStatus(fwk.Unschedulable, v.Message), 0
@@ -492,6 +495,7 @@ func (p *Plugin) permitTimeout(g gangcache.Gang) time.Duration {
 // abandon rejects every waiting member of a failed attempt at once, backs the gang off and
 // brings it back when the back-off ends.
 func (p *Plugin) abandon(key string, f *ledger.Failure) {
+	schedmetrics.AttemptAbandoned()
 	for _, uid := range f.Reject {
 		if wp := p.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, f.Reason)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -43,6 +44,7 @@ func (p *Plugin) reserveIfStarving(pod *v1.Pod, key string, g gangcache.Gang, no
 	if !p.gangs.Reserve(r, now) {
 		return ""
 	}
+	schedmetrics.SetReservation(true)
 	return fmt.Sprintf("; %d nodes are reserved for it", nodes.Len())
 }
 
@@ -122,6 +124,7 @@ func (p *Plugin) release(key string) {
 		return
 	}
 	p.gangs.Release(key)
+	schedmetrics.SetReservation(false)
 	p.activate(p.gangs.AllPending())
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 )
 
 // statusWriter keeps PodGang status current off the scheduling path: the Scheduled condition,
@@ -213,9 +214,11 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	g, ok := w.gangs.Get(key)
 	if !ok {
 		delete(w.written, key)
+		schedmetrics.SetWaiting(key, "")
 		return nil
 	}
 	d := w.desired(g)
+	observe(key, d)
 	if d.condition == nil {
 		if after, ok := waitingForPodsAfter(g, w.now()); ok && after > 0 {
 			// Look again once the pods had time to appear.
@@ -256,6 +259,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	// A placed gang gets no event of its own: kube-scheduler already tells each pod's binding,
 	// and an event per gang would be one more API write per gang on the hot path.
 	w.written[key] = writtenStatus{status: d, at: time.Now()}
+	observeWritten(g, d)
 	return nil
 }
 

@@ -35,6 +35,7 @@ import (
 
 	"github.com/ai-dynamo/grove/e2e/demo"
 	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/internal/kubectlgrove"
 	"github.com/ai-dynamo/grove/internal/operator/app"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
@@ -108,7 +109,7 @@ func up(dir string) error {
 	if runErr != nil {
 		fmt.Printf("\nthe demo failed: %v\nlogs are in %s\n", runErr, dir)
 	}
-	fmt.Printf("\nThe environment stays up%s:\n  export KUBECONFIG=%s\n  kubectl get pcs,pclq,pcsg,pg -A\nStop it with: make demo-down (or grove-demo down --state-dir %s)\n",
+	fmt.Printf("\nThe environment stays up%s:\n  export KUBECONFIG=%s\n  kubectl get grove -A\n  kubectl grove tree inference -n demo      (the plugin is bin/kubectl-grove: put bin/ on PATH)\n  kubectl grove why pgang/too-big-0 -n demo\nStop it with: make demo-down (or grove-demo down --state-dir %s)\n",
 		map[bool]string{true: " for inspection", false: ""}[runErr != nil], kubeconfig, dir)
 	return runErr
 }
@@ -208,6 +209,19 @@ func run(ctx context.Context, c client.Client) error {
 	}
 	g := scaledGang(scaled)
 	fmt.Printf("    ✓ scaled PodGang %s placed whole in rack %s (%d pods)\n", g.Name, scaled.PackingIn(g, corev1alpha1.TopologyDomainRack).Values[0], len(podsOf(scaled, g.Name)))
+	// What `kubectl wait --for=condition=Ready pcs/inference` waits for.
+	var ready *metav1.Condition
+	if err := waitFor(ctx, convergeBy, func() (bool, error) {
+		pcs := &corev1alpha1.PodCliqueSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: demo.Namespace, Name: demo.Workload}, pcs); err != nil {
+			return false, nil
+		}
+		ready = apimeta.FindStatusCondition(pcs.Status.Conditions, common.ConditionReady)
+		return ready != nil && ready.Status == metav1.ConditionTrue, nil
+	}); err != nil {
+		return fmt.Errorf("PodCliqueSet %s never became Ready (last: %+v): %w", demo.Workload, ready, err)
+	}
+	fmt.Printf("    ✓ PodCliqueSet %s Ready: %s\n", demo.Workload, ready.Message)
 	step(5, "applying too-big: 6 pods × 8 GPUs that must share a rack of 4 × 8 GPUs — it must stay whole-pending")
 	if err := applyManifest(ctx, c, "too-big.yaml", demo.Namespace); err != nil {
 		return err
@@ -222,6 +236,18 @@ func run(ctx context.Context, c client.Client) error {
 		return err
 	}
 	fmt.Printf("    ✓ PodGang %s whole-pending, 0 of %d pods bound: %s\n", pending.Gangs[0].Name, len(pending.Pods), unschedulable(&pending.Gangs[0]).Message)
+	fmt.Printf("    $ kubectl grove why pgang/%s -n %s\n", pending.Gangs[0].Name, demo.Namespace)
+	var why bytes.Buffer
+	if err := kubectlgrove.Why(ctx, c, demo.Namespace, "PodGang", pending.Gangs[0].Name, &why); err != nil {
+		return err
+	}
+	fmt.Print(indent(why.String()))
+	fmt.Printf("    $ kubectl grove topology gpu-fabric\n")
+	var topo bytes.Buffer
+	if err := kubectlgrove.Topology(ctx, c, "gpu-fabric", &topo); err != nil {
+		return err
+	}
+	fmt.Print(indent(topo.String()))
 	step(6, "done: every gang is whole — placed in one rack, or not at all")
 	return nil
 }

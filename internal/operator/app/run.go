@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -21,6 +22,7 @@ import (
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller"
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 )
 
 // Scheme holds every kind grove-operator reads or writes.
@@ -87,9 +89,13 @@ func ManagerOptions(cfg *configv1alpha1.OperatorConfiguration, scheme *runtime.S
 		RenewDeadline:                 &le.RenewDeadline.Duration,
 		RetryPeriod:                   &le.RetryPeriod.Duration,
 		HealthProbeBindAddress:        address(cfg.Server.HealthProbes),
-		Metrics:                       metricsserver.Options{BindAddress: address(cfg.Server.Metrics)},
-		Cache:                         cache.Options{ByObject: controller.CacheByObject()},
-		PprofBindAddress:              pprofAddress(cfg.Debugging),
+		// Like kube-scheduler's: HTTPS (a self-signed certificate unless one is mounted), and
+		// only callers the apiserver authenticates and authorises for GET /metrics (the
+		// grove-metrics-reader ClusterRole) may read it.
+		Metrics: metricsserver.Options{BindAddress: address(cfg.Server.Metrics), SecureServing: true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization},
+		Cache:            cache.Options{ByObject: controller.CacheByObject()},
+		PprofBindAddress: pprofAddress(cfg.Debugging),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: cfg.Server.Webhooks.BindAddress, Port: cfg.Server.Webhooks.Port, CertDir: cfg.Server.Webhooks.ServerCertDir,
 		}),
@@ -121,6 +127,9 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	mgr, err := ctrl.NewManager(restCfg, ManagerOptions(cfg, scheme))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := grovemetrics.Register(mgr.GetCache()); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,7 +56,7 @@ func TestEveryCRDIsEstablishedWithItsNamesAndSubresources(t *testing.T) {
 		{"podcliques.grove.io", []string{"pclq"}, apiextensionsv1.NamespaceScoped, true},
 		{"podcliquescalinggroups.grove.io", []string{"pcsg"}, apiextensionsv1.NamespaceScoped, true},
 		{"clustertopologies.grove.io", []string{"ct"}, apiextensionsv1.ClusterScoped, false},
-		{"podgangs.scheduler.grove.io", []string{"pg"}, apiextensionsv1.NamespaceScoped, false},
+		{"podgangs.scheduler.grove.io", []string{"pgang"}, apiextensionsv1.NamespaceScoped, false},
 	}
 	dir, err := cluster.CRDDir()
 	require.NoError(t, err)
@@ -68,6 +69,7 @@ func TestEveryCRDIsEstablishedWithItsNamesAndSubresources(t *testing.T) {
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Name: tc.name}, crd))
 			assert.True(t, cluster.IsEstablished(crd))
 			assert.Equal(t, tc.shortNames, crd.Spec.Names.ShortNames)
+			assert.Equal(t, []string{"grove"}, crd.Spec.Names.Categories, "kubectl get grove lists it")
 			assert.Equal(t, tc.scope, crd.Spec.Scope)
 			require.Len(t, crd.Spec.Versions, 1)
 			sub := crd.Spec.Versions[0].Subresources
@@ -76,6 +78,50 @@ func TestEveryCRDIsEstablishedWithItsNamesAndSubresources(t *testing.T) {
 			assert.Equal(t, tc.scale, sub.Scale != nil)
 		})
 	}
+}
+
+// TestShortNamesAreUnambiguous proves no Grove short name is also a short name, plural or kind
+// of a scheduler CRD installed next to Grove (KAI, Volcano and scheduler-plugins all call their
+// PodGroup "pg"), so kubectl never resolves a Grove short name to another scheduler's object.
+func TestShortNamesAreUnambiguous(t *testing.T) {
+	c := newClient(t)
+	ours, err := cluster.CRDDir()
+	require.NoError(t, err)
+	theirs, err := cluster.ThirdPartyCRDDir()
+	require.NoError(t, err)
+	grove, err := cluster.ReadCRDs(ours)
+	require.NoError(t, err)
+	others, err := cluster.ReadCRDs(theirs)
+	require.NoError(t, err)
+	taken := map[string]string{}
+	for _, o := range others {
+		for _, n := range append([]string{o.Spec.Names.Plural, o.Spec.Names.Singular, strings.ToLower(o.Spec.Names.Kind)}, o.Spec.Names.ShortNames...) {
+			taken[n] = o.Name
+		}
+	}
+	for _, g := range grove {
+		installed := &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: g.Name}, installed))
+		require.NotEmpty(t, installed.Spec.Names.ShortNames, g.Name)
+		for _, sn := range installed.Spec.Names.ShortNames {
+			assert.Empty(t, taken[sn], "short name %q of %s is also a name of %s", sn, g.Name, taken[sn])
+		}
+	}
+}
+
+// TestPodCliqueSetPrintsReadinessAndGangs proves kubectl get pcs shows the Ready condition and
+// the gang counts.
+func TestPodCliqueSetPrintsReadinessAndGangs(t *testing.T) {
+	c := newClient(t)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: "podcliquesets.grove.io"}, crd))
+	paths := map[string]string{}
+	for _, col := range crd.Spec.Versions[0].AdditionalPrinterColumns {
+		paths[col.Name] = col.JSONPath
+	}
+	assert.Equal(t, `.status.conditions[?(@.type=="Ready")].status`, paths["Ready"])
+	assert.Equal(t, ".status.scheduledPodGangs", paths["Gangs-Scheduled"])
+	assert.Equal(t, ".status.totalPodGangs", paths["Gangs"])
 }
 
 // TestThirdPartyCRDsAreEstablished proves the real KAI, Koordinator, Volcano and

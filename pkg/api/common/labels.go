@@ -134,6 +134,9 @@ const (
 	ConditionGangTerminationInProgress = "GangTerminationInProgress"
 	ConditionSchedulerTopologyDrift    = "SchedulerTopologyDrift"
 	ConditionGangSchedulingUnavailable = "GangSchedulingUnavailable"
+	// ConditionReady on a PodCliqueSet rolls up its PodGangs: True when every replica's gangs
+	// are scheduled and every replica is available (`kubectl wait --for=condition=Ready pcs/x`).
+	ConditionReady = "Ready"
 
 	ReasonInsufficientReadyPods      = "InsufficientReadyPods"
 	ReasonSufficientReadyPods        = "SufficientReadyPods"
@@ -162,6 +165,15 @@ const (
 	// is being recreated because a PodClique of it stayed below minAvailable for terminationDelay.
 	ReasonPodCliqueSetReplicaRecreating = "PodCliqueSetReplicaRecreating"
 	ReasonPodCliqueSetReplicaRecreated  = "PodCliqueSetReplicaRecreated"
+
+	// Reasons of ConditionReady on a PodCliqueSet; a False one names the first PodGang or
+	// replica (in replica order) that holds the PodCliqueSet back.
+	ReasonPodCliqueSetReady    = "PodGangsScheduledAndAvailable"
+	ReasonPodGangsNotCreated   = "PodGangsNotCreated"
+	ReasonPodGangUnschedulable = "PodGangUnschedulable"
+	ReasonPodGangNotScheduled  = "PodGangNotScheduled"
+	ReasonReplicasUnavailable  = "ReplicasUnavailable"
+	ReasonPodCliqueSetDeleting = "Deleting"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -61,6 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	syncErr := r.syncPods(ctx, req.String(), pclq, pods)
 	claimsErr := r.syncClaims(ctx, req.String(), pclq, pods)
 	statusErr := r.updateStatus(ctx, pclq, pods)
+	grovemetrics.ObserveReconcileError("podclique", errors.Join(syncErr, claimsErr, statusErr))
 	return reconcile.Result{}, errors.Join(syncErr, claimsErr, statusErr)
 }
 
@@ -84,7 +86,11 @@ func (r *Reconciler) listPods(ctx context.Context, pclq *corev1alpha1.PodClique)
 func (r *Reconciler) reconcileDelete(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
 	var errs []error
 	for _, p := range pods {
-		errs = append(errs, common.Delete(ctx, r.Client, p))
+		err := common.Delete(ctx, r.Client, p)
+		if err == nil && !common.IsTerminating(p) {
+			grovemetrics.PodsDeleted.WithLabelValues(grovemetrics.DeleteCliqueDeleted).Inc()
+		}
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -167,6 +173,7 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 		if err := r.Client.Create(ctx, pod); err != nil {
 			return err
 		}
+		grovemetrics.PodsCreated.Inc()
 		r.Expectations.ExpectCreation(key, pod.UID, indices[i])
 		return nil
 	})
@@ -187,6 +194,7 @@ func (r *Reconciler) deletePods(ctx context.Context, key string, pclq *corev1alp
 			r.Expectations.CancelDeletion(key, p.UID)
 			return err
 		}
+		grovemetrics.PodsDeleted.WithLabelValues(grovemetrics.DeleteScaleIn).Inc()
 		return nil
 	})
 	return err
@@ -217,7 +225,11 @@ func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodCliq
 		p.Spec.SchedulingGates = slices.DeleteFunc(slices.Clone(p.Spec.SchedulingGates), func(g corev1.PodSchedulingGate) bool {
 			return g.Name == apicommon.SchedulingGatePodGangPendingCreation
 		})
-		return client.IgnoreNotFound(r.Client.Patch(ctx, p, client.StrategicMergeFrom(orig)))
+		if err := r.Client.Patch(ctx, p, client.StrategicMergeFrom(orig)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		grovemetrics.ObserveGateLifted(p.CreationTimestamp.Time)
+		return nil
 	})
 	return err
 }

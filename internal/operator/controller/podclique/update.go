@@ -11,6 +11,7 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 )
 
 // replaceOutdatedPods moves a standalone PodClique to its current template during a
@@ -77,6 +78,7 @@ func (r *Reconciler) deleteForUpdate(ctx context.Context, key string, pclq *core
 			r.Expectations.CancelDeletion(key, p.UID)
 			return err
 		}
+		grovemetrics.PodsDeleted.WithLabelValues(grovemetrics.DeleteUpdate).Inc()
 		r.Recorder.Eventf(pclq, p, corev1.EventTypeNormal, "UpdatePod", "DeletePod",
 			"deleted pod %s (template %s) to recreate it from template %s", p.Name, p.Labels[apicommon.LabelPodTemplateHash], pclq.Labels[apicommon.LabelPodTemplateHash])
 	}

@@ -22,6 +22,7 @@ import (
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 )
 
 // gangTermination recreates gangs that lost their minimum. When a PodClique of a replica has
@@ -257,6 +258,7 @@ func (c *gangTermination) recreateReplica(ctx context.Context, st *state, i int,
 		return ok && r == i
 	}))
 	c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, "GangTerminated", "RecreatePodCliqueSetReplica", msg)
+	grovemetrics.GangTerminations.WithLabelValues(grovemetrics.ScopeReplica).Inc()
 	return errors.Join(errs...)
 }
 
@@ -273,6 +275,7 @@ func (c *gangTermination) recreateScalingGroupReplica(ctx context.Context, st *s
 		scaled := apicommon.ScaledPodGangName(g.Name, j, minAvailable)
 		errs = append(errs, c.deletePodGangs(ctx, st, func(pg *schedv1alpha1.PodGang) bool { return pg.Name == scaled }))
 	}
+	grovemetrics.GangTerminations.WithLabelValues(grovemetrics.ScopeScalingGroup).Inc()
 	c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, "ScalingGroupReplicaRecreated", "RecreateScalingGroupReplica",
 		"replica %d of %s is recreated: %s stayed below minAvailable for %s; the group keeps its other replicas", j, g.Name, strings.Join(breached, ", "), delay)
 	return errors.Join(errs...)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
@@ -120,6 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	syncErr := component.SyncAll(ctx, st, r.components()...)
 	statusErr := r.updateStatus(ctx, st, syncErr)
+	grovemetrics.ObserveReconcileError(ControllerName, errors.Join(syncErr, statusErr))
 	return reconcile.Result{RequeueAfter: st.requeue}, errors.Join(syncErr, statusErr)
 }
 

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,7 +72,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			common.StatusChanged[*corev1alpha1.PodCliqueScalingGroup]{Status: func(p *corev1alpha1.PodCliqueScalingGroup) any { return p.Status }}))).
 		Watches(&corev1.Pod{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.LabelChangedPredicate{}, common.DeletionChanged{}, podPhaseEnded{}))).
-		Owns(&schedv1alpha1.PodGang{}, driftOrDeletion).
+		// PodGang status feeds the Ready condition (gangScheduled reads these fields).
+		Owns(&schedv1alpha1.PodGang{}, builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
+			common.StatusChanged[*schedv1alpha1.PodGang]{Status: func(g *schedv1alpha1.PodGang) any {
+				return apimeta.FindStatusCondition(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
+			}}))).
 		Owns(&corev1.Service{}, deletion).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, driftOrDeletion).
 		Owns(&corev1.ServiceAccount{}, deletion).

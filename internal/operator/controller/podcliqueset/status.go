@@ -34,6 +34,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 		return err
 	}
 	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
+	if err := r.setReadiness(ctx, st, &status, pclqs.Items); err != nil {
+		return err
+	}
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}

@@ -7,10 +7,14 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.hpaPodSelector
-// +kubebuilder:resource:shortName=pcs
+// +kubebuilder:resource:shortName=pcs,categories=grove
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Gangs-Scheduled",type=integer,JSONPath=`.status.scheduledPodGangs`
+// +kubebuilder:printcolumn:name="Gangs",type=integer,JSONPath=`.status.totalPodGangs`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PodCliqueSet is the user-facing description of a multi-role inference workload: a set of
@@ -211,6 +215,12 @@ type PodCliqueSetStatus struct {
 	// CurrentGenerationHash is the hash of the template the replicas should converge to.
 	// +optional
 	CurrentGenerationHash *string `json:"currentGenerationHash,omitempty"`
+	// TotalPodGangs is the number of PodGangs of the PodCliqueSet's replicas.
+	// +optional
+	TotalPodGangs int32 `json:"totalPodGangs,omitempty"`
+	// ScheduledPodGangs is the number of those PodGangs whose quorum grove-scheduler placed.
+	// +optional
+	ScheduledPodGangs int32 `json:"scheduledPodGangs,omitempty"`
 	// UpdateProgress reports an ongoing update.
 	// +optional
 	UpdateProgress *PodCliqueSetUpdateProgress `json:"updateProgress,omitempty"`

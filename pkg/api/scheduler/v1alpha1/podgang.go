@@ -4,7 +4,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=pg
+// The short name is pgang, not pg: KAI, Volcano and scheduler-plugins all call their PodGroup
+// CRDs pg, and Grove's KAI backend runs next to KAI's, so `kubectl get pg` would be ambiguous.
+// +kubebuilder:resource:shortName=pgang,categories=grove
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Initialized",type=string,JSONPath=`.status.conditions[?(@.type=="Initialized")].status`
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`

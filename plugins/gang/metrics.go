@@ -1,0 +1,45 @@
+package gang
+
+import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
+)
+
+// observe feeds why the gang waits (from the status the writer wants) to the metrics.
+func observe(key string, d desiredStatus) {
+	if d.condition == nil {
+		return
+	}
+	if d.condition.Status == metav1.ConditionTrue {
+		schedmetrics.SetWaiting(key, "")
+		return
+	}
+	switch d.condition.Reason {
+	case common.ReasonWaitingForPods:
+		schedmetrics.SetWaiting(key, schedmetrics.ReasonQuorumMissing)
+	case common.ReasonUnschedulable:
+		schedmetrics.SetWaiting(key, schedmetrics.Classify(d.condition.Message))
+	default:
+		schedmetrics.SetWaiting(key, schedmetrics.ReasonBinding)
+	}
+}
+
+// observeWritten feeds a written status to the metrics: on the transition to bound, how long
+// the quorum took and where it landed.
+func observeWritten(g gangcache.Gang, d desiredStatus) {
+	if d.condition == nil || d.condition.Status != metav1.ConditionTrue ||
+		apimeta.IsStatusConditionTrue(g.PodGang.Status.Conditions, v1alpha1.PodGangConditionScheduled) {
+		return
+	}
+	tc := g.PodGang.Spec.TopologyConstraint
+	packKey := tc.Preferred()
+	if packKey == "" {
+		packKey = tc.Required()
+	}
+	schedmetrics.ObservePlaced(g.MembersSince, packKey, d.placementScore)
+}

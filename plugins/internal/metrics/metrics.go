@@ -1,0 +1,134 @@
+// Package metrics holds grove-scheduler's own metrics, registered with kube-scheduler's
+// registry (served on its secure /metrics next to scheduler_*). The plugins feed them through
+// one-line hooks; label values are bounded (reasons, node label keys), never gang or pod names.
+package metrics
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Reasons a gang waits (label "reason" of grove_scheduler_gangs_waiting).
+const (
+	ReasonQuorumMissing    = "quorum_missing"
+	ReasonNoRoom           = "no_room"
+	ReasonNoDomain         = "no_domain"
+	ReasonDRA              = "dra"
+	ReasonReservedForOther = "reserved_for_other"
+	ReasonBinding          = "binding"
+)
+
+var (
+	gangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, dra, reserved_for_other, binding.",
+		StabilityLevel: metrics.ALPHA}, []string{"reason"})
+	quorumBound = metrics.NewHistogram(&metrics.HistogramOpts{
+		Name: "grove_scheduler_quorum_bound_duration_seconds", Help: "Time from a PodGang's first pod to its quorum being bound.",
+		Buckets: metrics.ExponentialBuckets(0.1, 2, 14), StabilityLevel: metrics.ALPHA})
+	gangsPlaced = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "grove_scheduler_gangs_placed_total", Help: "PodGangs whose quorum was bound, by their narrowest gang-wide pack key (node label; \"none\" without one) and whether all members share one value of it.",
+		StabilityLevel: metrics.ALPHA}, []string{"pack_key", "packed"})
+	placementScore = metrics.NewHistogram(&metrics.HistogramOpts{
+		Name: "grove_scheduler_placement_score", Help: "Placement score of placed PodGangs with a pack key (1: one domain; 1/n across n domains).",
+		Buckets: []float64{0.1, 0.25, 0.34, 0.5, 0.75, 0.99, 1}, StabilityLevel: metrics.ALPHA})
+	permitWaits = metrics.NewCounter(&metrics.CounterOpts{
+		Name: "grove_scheduler_permit_waits_total", Help: "Gang members held at the Permit barrier to wait for the rest of their quorum.",
+		StabilityLevel: metrics.ALPHA})
+	attemptsAbandoned = metrics.NewCounter(&metrics.CounterOpts{
+		Name: "grove_scheduler_gang_attempts_abandoned_total", Help: "Gang placement attempts given up after members waited at Permit (timeout, rejection or failed binding); none of the gang is bound.",
+		StabilityLevel: metrics.ALPHA})
+	reservationsActive = metrics.NewGauge(&metrics.GaugeOpts{
+		Name: "grove_scheduler_reservations_active", Help: "Node reservations held for a starving PodGang (0 or 1).",
+		StabilityLevel: metrics.ALPHA})
+)
+
+var register sync.Once
+
+// Register adds the metrics to kube-scheduler's registry (once, however many profiles run the
+// plugins).
+func Register() {
+	register.Do(func() {
+		legacyregistry.MustRegister(gangsWaiting, quorumBound, gangsPlaced, placementScore, permitWaits, attemptsAbandoned, reservationsActive)
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonDRA, ReasonReservedForOther, ReasonBinding} {
+			gangsWaiting.WithLabelValues(r).Set(0)
+		}
+	})
+}
+
+// waiting remembers each gang's reason so the gauge can move it between reasons.
+var waiting = struct {
+	sync.Mutex
+	byKey map[string]string
+}{byKey: map[string]string{}}
+
+// SetWaiting records why a gang waits; reason "" means it no longer does (placed or gone).
+func SetWaiting(key, reason string) {
+	waiting.Lock()
+	defer waiting.Unlock()
+	prev, ok := waiting.byKey[key]
+	if prev == reason && (ok || reason == "") {
+		return
+	}
+	if ok {
+		gangsWaiting.WithLabelValues(prev).Dec()
+		delete(waiting.byKey, key)
+	}
+	if reason != "" {
+		gangsWaiting.WithLabelValues(reason).Inc()
+		waiting.byKey[key] = reason
+	}
+}
+
+// Classify maps the gang's Unschedulable message to a waiting reason.
+func Classify(message string) string {
+	m := strings.ToLower(message)
+	switch {
+	case strings.Contains(m, "reserved for"):
+		return ReasonReservedForOther
+	case strings.Contains(m, "device") || strings.Contains(m, "resourceclaim") || strings.Contains(m, "claim "):
+		return ReasonDRA
+	case strings.Contains(m, "outside the gang") || strings.Contains(m, "domain") || strings.Contains(m, "within one") ||
+		strings.Contains(m, "rack") || strings.Contains(m, "block") || strings.Contains(m, "zone"):
+		return ReasonNoDomain
+	}
+	return ReasonNoRoom
+}
+
+// ObservePlaced records a gang whose quorum was just bound.
+func ObservePlaced(firstPod time.Time, packKey string, score *float64) {
+	if !firstPod.IsZero() {
+		quorumBound.Observe(time.Since(firstPod).Seconds())
+	}
+	if packKey == "" {
+		packKey = "none"
+	}
+	packed := "false"
+	if score != nil {
+		placementScore.Observe(*score)
+		if *score >= 1 {
+			packed = "true"
+		}
+	} else if packKey == "none" {
+		packed = "true"
+	}
+	gangsPlaced.WithLabelValues(packKey, packed).Inc()
+}
+
+// PermitWait counts a member held at the Permit barrier.
+func PermitWait() { permitWaits.Inc() }
+
+// AttemptAbandoned counts a gang attempt given up.
+func AttemptAbandoned() { attemptsAbandoned.Inc() }
+
+// SetReservation reports whether a reservation is held.
+func SetReservation(held bool) {
+	if held {
+		reservationsActive.Set(1)
+	} else {
+		reservationsActive.Set(0)
+	}
+}
