@@ -29,6 +29,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/app"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )
 
@@ -157,15 +158,6 @@ func (e *Env) Stop() error {
 	return e.Cluster.Stop()
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // StartOperator (re)starts grove-operator as its ServiceAccount with the shipped configuration
 // adapted to loopback: certificates in manual mode from a local CA, webhooks registered with
 // loopback URLs.
@@ -199,23 +191,28 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.webhookPort, err = freePort(); err != nil {
+	if e.webhookPort, err = webhooktest.FreePort(); err != nil {
 		return err
 	}
-	healthPort, err := freePort()
+	healthPort, err := webhooktest.FreePort()
 	if err != nil {
 		return err
 	}
 	// A port of its own: the configuration defaults port 0 to 9445, which concurrent
 	// environments on one machine would fight over.
-	metricsPort, err := freePort()
+	metricsPort, err := webhooktest.FreePort()
 	if err != nil {
 		return err
 	}
 	certDir := filepath.Join(e.Cluster.Dir, "webhook-certs")
-	if e.webhookCA, err = writeLoopbackServingCert(certDir); err != nil {
+	ca, err := webhooktest.NewCA()
+	if err != nil {
 		return err
 	}
+	if _, err := ca.WriteServingCert(certDir, net.IPv4(127, 0, 0, 1)); err != nil {
+		return err
+	}
+	e.webhookCA = ca.PEM
 	cfg.Server.Webhooks.BindAddress = "127.0.0.1"
 	cfg.Server.Webhooks.Port = e.webhookPort
 	cfg.Server.Webhooks.ServerCertDir = certDir
@@ -330,7 +327,7 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		if err := os.WriteFile(e.schedulerConfigPath, out, 0o644); err != nil {
 			return err
 		}
-		if e.schedulerSecurePort, err = freePort(); err != nil {
+		if e.schedulerSecurePort, err = webhooktest.FreePort(); err != nil {
 			return err
 		}
 	}

@@ -1,14 +1,13 @@
 package framework
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // SchedulerMetric reads one sample of grove-scheduler's /metrics: the value of the series of
@@ -32,36 +31,28 @@ func (e *Env) SchedulerMetric(ctx context.Context, name string, labels map[strin
 	return metricValue(resp.Body, name, labels)
 }
 
-// metricValue finds a sample in the Prometheus text format: `name{k="v",...} value`.
+// metricValue finds a sample in the Prometheus text format (parsed by component-base's
+// metrics testutil, the parser Kubernetes' own metric tests use).
 func metricValue(r io.Reader, name string, labels map[string]string) (float64, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
-			continue
-		}
-		rest := line[len(name):]
-		var set string
-		if strings.HasPrefix(rest, "{") {
-			end := strings.LastIndex(rest, "}")
-			if end < 0 {
-				continue
-			}
-			set, rest = rest[1:end], rest[end+1:]
-		}
-		if !strings.HasPrefix(rest, " ") || !hasLabels(set, labels) {
-			continue // another metric sharing the prefix, or another series
-		}
-		fields := strings.Fields(rest)
-		return strconv.ParseFloat(fields[0], 64)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return 0, err
 	}
-	return 0, sc.Err()
+	metrics := testutil.NewMetrics()
+	if err := testutil.ParseMetrics(string(data), &metrics); err != nil {
+		return 0, err
+	}
+	for _, s := range metrics[name] {
+		if hasLabels(s.Metric, labels) {
+			return float64(s.Value), nil
+		}
+	}
+	return 0, nil
 }
 
-func hasLabels(set string, want map[string]string) bool {
+func hasLabels(m testutil.Metric, want map[string]string) bool {
 	for k, v := range want {
-		if !strings.Contains(","+set+",", ","+k+"="+strconv.Quote(v)+",") {
+		if string(m[testutil.LabelName(k)]) != v {
 			return false
 		}
 	}

@@ -3,7 +3,26 @@
 // writes the serving pair into the server's certificate directory, injects the CA bundle into
 // the operator's webhook configurations and rotates both before they expire. In manual mode
 // the pair is mounted (e.g. by cert-manager) and CheckMounted only verifies it is there;
-// controller-runtime's certwatcher reloads either from disk when it changes.
+// controller-runtime's certwatcher reloads either from disk when it changes. PEM encoding and
+// parsing are client-go's (util/cert, util/keyutil).
+//
+// Why not github.com/open-policy-agent/cert-controller (v0.16), which upstream Grove,
+// Gatekeeper and Kueue use: its rotator cannot keep behaviour this package is tested for.
+//   - On a CA rotation it injects the new CA alone. Replicas still serving a certificate of
+//     the old CA (until they read the new files) are then rejected by the apiserver; here
+//     the old CA stays in the bundle until it expires.
+//   - It never writes the certificate directory: it relies on the kubelet projecting the
+//     Secret into the pod, so an operator run outside a pod (local control planes, the e2e
+//     suites) never gets a certificate; here every replica writes the stored pair itself.
+//   - It needs the Secret to exist already (shipped empty by a chart); here a missing Secret
+//     is created, with AlreadyExists deciding between racing replicas.
+//   - Its serving certificate carries DNS names only; an apiserver that calls the operator
+//     by address (a local control plane) needs the bind address in the certificate.
+//   - It issues fixed serial numbers (0 for the CA, 1 for every serving certificate) and
+//     reads back only RSA keys in PKCS#1.
+//
+// What is left is small: a create-or-rotate of one Secret with optimistic concurrency, the
+// bundle injection, and an atomic file write.
 package cert
 
 import (
@@ -189,7 +208,7 @@ func (p *Provisioner) renew(current map[string][]byte) (map[string][]byte, strin
 	reason := ""
 	if caErr != nil {
 		if ca != nil {
-			previous = append(previous, ca.cert)
+			previous = append(previous, ca.Cert)
 		}
 		var err error
 		if ca, err = newCA("grove-operator-webhook-ca", now, p.opts.CAValidity); err != nil {
@@ -201,7 +220,7 @@ func (p *Provisioner) renew(current map[string][]byte) (map[string][]byte, strin
 	if servingErr == nil {
 		servingErr = checkServingCert(serving, ca, p.opts.DNSNames(), p.opts.IPAddresses, now, p.opts.RotationLookahead)
 	}
-	bundle := caBundle(ca.cert, previous, now)
+	bundle := caBundle(ca.Cert, previous, now)
 	if servingErr == nil && reason == "" {
 		if !bytes.Equal(bundle, current[common.WebhookSecretKeyCABundle]) {
 			// Only an expired previous CA dropped out of the bundle.
@@ -219,19 +238,19 @@ func (p *Provisioner) renew(current map[string][]byte) (map[string][]byte, strin
 	return p.encode(ca, serving, bundle, reason)
 }
 
-func (p *Provisioner) encode(ca, serving *keyPair, bundle []byte, reason string) (map[string][]byte, string, error) {
-	caKey, err := encodeKey(ca.key)
+func (p *Provisioner) encode(ca, serving *KeyPair, bundle []byte, reason string) (map[string][]byte, string, error) {
+	caKey, err := ca.KeyPEM()
 	if err != nil {
 		return nil, "", err
 	}
-	servingKey, err := encodeKey(serving.key)
+	servingKey, err := serving.KeyPEM()
 	if err != nil {
 		return nil, "", err
 	}
 	return map[string][]byte{
 		common.WebhookSecretKeyCABundle: bundle,
 		common.WebhookSecretKeyCAKey:    caKey,
-		common.WebhookSecretKeyCert:     encodeCert(serving.cert),
+		common.WebhookSecretKeyCert:     serving.CertPEM(),
 		common.WebhookSecretKeyKey:      servingKey,
 	}, reason, nil
 }
@@ -240,63 +259,65 @@ func (p *Provisioner) encode(ca, serving *keyPair, bundle []byte, reason string)
 // configuration that is not installed (yet) is skipped and picked up at the next check.
 func (p *Provisioner) injectCABundle(ctx context.Context, bundle []byte) error {
 	for _, name := range p.opts.MutatingWebhookConfigurations {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := p.client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-				return err
-			}
-			changed := false
-			for i := range cfg.Webhooks {
-				changed = setBundle(&cfg.Webhooks[i].ClientConfig, bundle) || changed
-			}
-			if !changed {
-				return nil
-			}
-			return p.client.Update(ctx, cfg)
+		err := injectInto(ctx, p, "MutatingWebhookConfiguration", name, bundle, func(cfg *admissionregistrationv1.MutatingWebhookConfiguration) []*clientConfig {
+			return clientConfigs(cfg.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *clientConfig { return &w.ClientConfig })
 		})
-		if err := p.injectionResult("MutatingWebhookConfiguration", name, err); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	for _, name := range p.opts.ValidatingWebhookConfigurations {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := p.client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
-				return err
-			}
-			changed := false
-			for i := range cfg.Webhooks {
-				changed = setBundle(&cfg.Webhooks[i].ClientConfig, bundle) || changed
-			}
-			if !changed {
-				return nil
-			}
-			return p.client.Update(ctx, cfg)
+		err := injectInto(ctx, p, "ValidatingWebhookConfiguration", name, bundle, func(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) []*clientConfig {
+			return clientConfigs(cfg.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *clientConfig { return &w.ClientConfig })
 		})
-		if err := p.injectionResult("ValidatingWebhookConfiguration", name, err); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *Provisioner) injectionResult(kind, name string, err error) error {
-	if apierrors.IsNotFound(err) {
+type clientConfig = admissionregistrationv1.WebhookClientConfig
+
+// injectInto sets bundle on the client configurations of the webhook configuration kind/name
+// and writes it when one changed, re-reading it on a conflict.
+func injectInto[T any, PT interface {
+	*T
+	client.Object
+}](ctx context.Context, p *Provisioner, kind, name string, bundle []byte, configsOf func(PT) []*clientConfig) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cfg := PT(new(T)) // fresh on every attempt: decoding into a used object can keep stale fields
+		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+			return err
+		}
+		changed := false
+		for _, cc := range configsOf(cfg) {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				cc.CABundle, changed = bundle, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return p.client.Update(ctx, cfg)
+	})
+	switch {
+	case apierrors.IsNotFound(err):
 		p.log.Info("Webhook configuration not installed; the CA bundle is injected once it is", "kind", kind, "name", name)
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("injecting the CA bundle into %s %s: %w", kind, name, err)
 	}
 	return nil
 }
 
-func setBundle(cc *admissionregistrationv1.WebhookClientConfig, bundle []byte) bool {
-	if bytes.Equal(cc.CABundle, bundle) {
-		return false
+// clientConfigs points at the client configuration of each webhook.
+func clientConfigs[W any](webhooks []W, of func(*W) *clientConfig) []*clientConfig {
+	ccs := make([]*clientConfig, 0, len(webhooks))
+	for i := range webhooks {
+		ccs = append(ccs, of(&webhooks[i]))
 	}
-	cc.CABundle = bundle
-	return true
+	return ccs
 }
 
 // writeFiles writes the serving pair where the webhook server reads it, replacing each file

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,7 +121,7 @@ func (f *fixture) injectedBundles(t *testing.T) [][]byte {
 
 func servingCert(t *testing.T, data map[string][]byte) *x509.Certificate {
 	t.Helper()
-	certs, err := parseCerts(data[common.WebhookSecretKeyCert])
+	certs, err := certutil.ParseCertsPEM(data[common.WebhookSecretKeyCert])
 	require.NoError(t, err)
 	return certs[0]
 }
@@ -187,13 +188,13 @@ func TestSyncRotatesTheCAAndKeepsTrustingTheOldOne(t *testing.T) {
 		o.CAValidity, o.CertValidity, o.RotationLookahead = 2*time.Hour, time.Hour, 30*time.Minute
 	}).Sync(ctx))
 	before := f.requireConsistent(t)
-	oldCA, err := parseCerts(before.Data[common.WebhookSecretKeyCABundle])
+	oldCA, err := certutil.ParseCertsPEM(before.Data[common.WebhookSecretKeyCABundle])
 	require.NoError(t, err)
 	require.Len(t, oldCA, 1)
 
 	require.NoError(t, f.provisioner(t, func(o *Options) { o.RotationLookahead = 3 * time.Hour }).Sync(ctx))
 	after := f.requireConsistent(t)
-	bundle, err := parseCerts(after.Data[common.WebhookSecretKeyCABundle])
+	bundle, err := certutil.ParseCertsPEM(after.Data[common.WebhookSecretKeyCABundle])
 	require.NoError(t, err)
 	require.Len(t, bundle, 2, "new CA first, then the old one until it expires")
 	assert.False(t, bundle[0].Equal(oldCA[0]))
@@ -288,13 +289,13 @@ func TestCheckMounted(t *testing.T) {
 	err := CheckMounted(dir)
 	require.ErrorContains(t, err, filepath.Join(dir, "tls.crt"))
 
-	ca, err := newCA("test", time.Now(), time.Hour)
+	ca, err := NewCA("test", time.Hour)
 	require.NoError(t, err)
-	kp, err := newServingCert(ca, []string{"svc.ns.svc"}, nil, time.Now(), time.Hour)
+	kp, err := ca.Issue([]string{"svc.ns.svc"}, nil, time.Hour)
 	require.NoError(t, err)
-	key, err := encodeKey(kp.key)
+	key, err := kp.KeyPEM()
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.crt"), encodeCert(kp.cert), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.crt"), kp.CertPEM(), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600))
 	require.NoError(t, CheckMounted(dir))
 }

@@ -203,7 +203,7 @@ func TestStartupWaiterProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	require.NoError(t, cl.RestartAPIServer(ctx, nil))
-	require.Eventually(t, logged("re-listing after an error"), waitFor, tick, "the waiter noticed the outage")
+	require.Eventually(t, logged("watching parent pods failed; resuming the watch"), waitFor, tick, "the waiter noticed the outage")
 	running("after the apiserver restart")
 
 	readyAt := time.Now()

@@ -2,11 +2,13 @@
 // order: it blocks a pod until each of its parent PodCliques has at least minAvailable Ready
 // pods, then exits 0. It runs as `grove-operator wait-for-cliques` with a token of the
 // PodCliqueSet's ServiceAccount, which may only read pods; it reads the parents' pods by
-// label and survives watch errors and apiserver restarts by re-listing with backoff.
+// label; a broken watch resumes from where it stopped (apiserver restarts included) and only a
+// watch that cannot resume costs a re-list, with backoff.
 package startupwaiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -21,6 +23,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -29,6 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 )
@@ -179,21 +184,22 @@ func (w *Waiter) Wait(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil {
-			delay := backoff.Step()
-			w.Log.Info("re-listing after an error", "error", err.Error(), "retryIn", delay.Round(time.Millisecond).String())
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(delay):
-			}
+		delay := backoff.Step()
+		w.Log.Info("re-listing after an error", "error", err.Error(), "retryIn", delay.Round(time.Millisecond).String())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
 		}
-		// Otherwise the watch ended normally (a server-side timeout): start over at once.
 	}
 }
 
 // listAndWatch lists the parents' pods (listed), then follows them until every parent is ready
-// (done), the watch ends (nil error) or fails.
+// (done) or the watch cannot go on (an error; the caller lists again). client-go's
+// RetryWatcher resumes a watch that closed or failed from the last resourceVersion it
+// delivered, at most once a second, so an apiserver restart costs no re-list; it gives up
+// only when resuming is impossible (410 Gone, credentials refused) and says so in an Error
+// event.
 func (w *Waiter) listAndWatch(ctx context.Context, pods podsClient, selector string, st *readiness) (done, listed bool, err error) {
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -204,7 +210,16 @@ func (w *Waiter) listAndWatch(ctx context.Context, pods podsClient, selector str
 	if st.satisfied() {
 		return true, true, nil
 	}
-	watcher, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
+	watcher, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = selector
+			wi, err := pods.Watch(ctx, opts)
+			if err != nil && ctx.Err() == nil {
+				w.Log.Info("watching parent pods failed; resuming the watch", "error", err.Error(), "resourceVersion", opts.ResourceVersion)
+			}
+			return wi, err
+		},
+	})
 	if err != nil {
 		return false, true, fmt.Errorf("watching pods: %w", err)
 	}
@@ -215,7 +230,7 @@ func (w *Waiter) listAndWatch(ctx context.Context, pods podsClient, selector str
 			return false, true, ctx.Err()
 		case ev, ok := <-watcher.ResultChan():
 			if !ok {
-				return false, true, nil
+				return false, true, errors.New("the pod watch stopped")
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
@@ -227,7 +242,7 @@ func (w *Waiter) listAndWatch(ctx context.Context, pods podsClient, selector str
 					w.Log.Info("parent readiness changed", "parents", st.summary())
 				}
 			case watch.Error:
-				return false, true, fmt.Errorf("watch error: %v", ev.Object)
+				return false, true, fmt.Errorf("the pod watch cannot resume: %w", apierrors.FromObject(ev.Object))
 			}
 			if st.satisfied() {
 				return true, true, nil

@@ -2,6 +2,7 @@ package startupwaiter
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -73,8 +74,8 @@ func TestReadiness(t *testing.T) {
 	assert.True(t, r.satisfied())
 }
 
-// TestWaitRelistsAfterAWatchError: an error event on the watch makes the waiter list again
-// (with backoff) instead of failing; it returns once the re-list shows the parent ready.
+// TestWaitRelistsAfterAWatchError: a watch that cannot resume (410 Gone) makes the waiter list
+// again (with backoff) instead of failing; it returns once the re-list shows the parent ready.
 func TestWaitRelistsAfterAWatchError(t *testing.T) {
 	labels := map[string]string{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: "p", apicommon.LabelPodClique: "p-0-a"}
 	notReady := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", Namespace: "ns", UID: "1", Labels: labels}}
@@ -86,7 +87,7 @@ func TestWaitRelistsAfterAWatchError(t *testing.T) {
 		if lists > 1 {
 			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 		}
-		return true, &corev1.PodList{Items: []corev1.Pod{*pod}}, nil
+		return true, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(lists)}, Items: []corev1.Pod{*pod}}, nil
 	})
 	w := watch.NewFake()
 	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) { return true, w, nil })
@@ -107,4 +108,43 @@ func TestWaitHonoursTheContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, waiter.Wait(ctx), context.DeadlineExceeded)
+}
+
+// TestWaitResumesAClosedWatchWithoutRelisting: a watch the apiserver closes (a restart, a
+// timeout) is resumed from the last resourceVersion delivered; the waiter lists only once.
+func TestWaitResumesAClosedWatchWithoutRelisting(t *testing.T) {
+	labels := map[string]string{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: "p", apicommon.LabelPodClique: "p-0-a"}
+	base := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a-0", Namespace: "ns", UID: "1", Labels: labels, ResourceVersion: "10"}}
+	cs := fake.NewClientset()
+	lists := 0
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		lists++
+		return true, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: []corev1.Pod{base}}, nil
+	})
+	first, second := watch.NewFake(), watch.NewFake()
+	var watchedFrom []string
+	cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		watchedFrom = append(watchedFrom, a.(k8stesting.WatchActionImpl).WatchRestrictions.ResourceVersion)
+		if len(watchedFrom) == 1 {
+			return true, first, nil
+		}
+		return true, second, nil
+	})
+	go func() {
+		relabelled := base.DeepCopy()
+		relabelled.ResourceVersion = "11"
+		first.Modify(relabelled)
+		first.Stop() // the apiserver goes away
+		ready := base.DeepCopy()
+		ready.ResourceVersion = "12"
+		ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		second.Modify(ready)
+	}()
+
+	waiter := &Waiter{Client: cs, Config: Config{Namespace: "ns", PodCliqueSet: "p", Parents: []Parent{{"p-0-a", 1}}}, Log: logr.Discard()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, waiter.Wait(ctx))
+	assert.Equal(t, 1, lists, "no re-list")
+	assert.Equal(t, []string{"10", "11"}, watchedFrom, "the second watch resumes after the last event delivered")
 }

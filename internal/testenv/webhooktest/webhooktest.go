@@ -8,15 +8,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -35,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/internal/operator/cert"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
@@ -182,71 +177,42 @@ func ProbePodCliqueSet(namespace string) *corev1alpha1.PodCliqueSet {
 	}
 }
 
-// CA issues serving certificates as an external issuer (cert-manager) would.
+// CA issues serving certificates as an external issuer (cert-manager) would, with the
+// operator's own certificate minting.
 type CA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
+	kp *cert.KeyPair
 	// PEM is the CA certificate, the caBundle to register.
 	PEM []byte
 }
 
 // NewCA creates a CA valid for a day.
 func NewCA() (*CA, error) {
-	now := time.Now()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	kp, err := cert.NewCA("test-ca", 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, key.Public(), key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &CA{kp: kp, PEM: kp.CertPEM()}, nil
 }
 
-var serial struct {
-	sync.Mutex
-	next int64
-}
-
-// WriteServingCert writes a new tls.crt and tls.key for ip into dir and returns the
-// certificate.
+// WriteServingCert writes a new tls.crt and tls.key for ip (and localhost) into dir and
+// returns the certificate.
 func (ca *CA) WriteServingCert(dir string, ip net.IP) (*x509.Certificate, error) {
-	serial.Lock()
-	serial.next++
-	n := serial.next + 100
-	serial.Unlock()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	kp, err := ca.kp.Issue([]string{"localhost"}, []net.IP{ip}, 24*time.Hour)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(n), Subject: pkix.Name{CommonName: ip.String()},
-		IPAddresses: []net.IP{ip}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, ca.cert, key.Public(), ca.key)
+	key, err := kp.KeyPEM()
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
+	// The key first: the server's certwatcher reloads when the certificate changes.
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, err
-	}
-	return cert, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	return kp.Cert, os.WriteFile(filepath.Join(dir, "tls.crt"), kp.CertPEM(), 0o600)
 }
 
 // ServedCertificate returns the leaf certificate the TLS server at addr presents.

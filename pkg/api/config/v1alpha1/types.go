@@ -94,7 +94,9 @@ const (
 	LogFormatText LogFormat = "text"
 )
 
-// ClientConnectionConfiguration configures the API client.
+// ClientConnectionConfiguration configures the API client. Not component-base's
+// config/v1alpha1 type: that one also has `kubeconfig`, which upstream Grove's configuration
+// does not, and strict decoding would accept it without the operator honouring it.
 type ClientConnectionConfiguration struct {
 	// QPS is the sustained request rate to the apiserver.
 	QPS float32 `json:"qps"`
@@ -108,7 +110,8 @@ type ClientConnectionConfiguration struct {
 	AcceptContentTypes string `json:"acceptContentTypes,omitempty"`
 }
 
-// LeaderElectionConfiguration configures leader election.
+// LeaderElectionConfiguration configures leader election. Not component-base's
+// config/v1alpha1 type: upstream Grove's key is `enabled`, component-base's `leaderElect`.
 type LeaderElectionConfiguration struct {
 	// Enabled turns leader election on; required with more than one replica.
 	Enabled bool `json:"enabled"`
