@@ -28,7 +28,9 @@ func TestUnrunnablePodCliqueSetsAreRejected(t *testing.T) {
 		mutate func(*corev1alpha1.PodCliqueSet)
 		paths  []string
 	}{
-		{"invalid label key", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Labels = map[string]string{"bad key!": "v"} },
+		{"invalid label key", func(p *corev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Labels = map[string]string{"bad key!": "v"}
+		},
 			[]string{"spec.template.cliques[0].labels"}},
 		{"64-character label value", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[1].Labels = map[string]string{"team": strings.Repeat("a", 64)}
@@ -50,7 +52,9 @@ func TestUnrunnablePodCliqueSetsAreRejected(t *testing.T) {
 		}, []string{"spec.template.cliques[0].labels[grove.io/podcliquescalinggroup]"}},
 		{"no containers", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[1].Spec.PodSpec.Containers = nil },
 			[]string{"spec.template.cliques[1].spec.podSpec.containers"}},
-		{"invalid container name", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Name = "Main_1" },
+		{"invalid container name", func(p *corev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Name = "Main_1"
+		},
 			[]string{"spec.template.cliques[0].spec.podSpec.containers[0].name"}},
 		{"duplicate container names", func(p *corev1alpha1.PodCliqueSet) {
 			ps := &p.Spec.Template.Cliques[2].Spec.PodSpec

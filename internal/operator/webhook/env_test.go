@@ -148,7 +148,7 @@ func newPCS(namespace, name string) *corev1alpha1.PodCliqueSet {
 	clique := func(n string) *corev1alpha1.PodCliqueTemplateSpec {
 		return &corev1alpha1.PodCliqueTemplateSpec{Name: n, Spec: corev1alpha1.PodCliqueSpec{
 			RoleName: n, Replicas: 1,
-			PodSpec:  corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 		}}
 	}
 	return &corev1alpha1.PodCliqueSet{
