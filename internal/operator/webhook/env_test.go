@@ -142,13 +142,13 @@ func startEnv() (*testEnv, error) {
 }
 
 // newPCS is a PodCliqueSet that is valid after defaulting: a standalone clique "router" and
-// a scaling group "workers" of "prefill" and "decode". Replicas and minAvailable of the
-// cliques are left for the defaulting webhook.
+// a scaling group "workers" of "prefill" and "decode", one pod each. MinAvailable of the
+// cliques is left for the defaulting webhook.
 func newPCS(namespace, name string) *corev1alpha1.PodCliqueSet {
 	clique := func(n string) *corev1alpha1.PodCliqueTemplateSpec {
 		return &corev1alpha1.PodCliqueTemplateSpec{Name: n, Spec: corev1alpha1.PodCliqueSpec{
-			RoleName: n,
-			PodSpec:  corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			RoleName: n, Replicas: 1,
+			PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 		}}
 	}
 	return &corev1alpha1.PodCliqueSet{

@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +22,26 @@ const kindPodCliqueSet = "PodCliqueSet"
 
 // PodCliqueSetDefaulter applies corev1alpha1.SetDefaultsPodCliqueSet.
 type PodCliqueSetDefaulter struct{}
+
+// defaultingHandler serves PodCliqueSetDefaulter. Unlike controller-runtime's generic handler
+// it lets an object it cannot decode (e.g. terminationDelay: forever) through unchanged: the
+// CRD schema runs next and names the field, where a decode error here would not.
+type defaultingHandler struct{ defaulter PodCliqueSetDefaulter }
+
+func (h defaultingHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	pcs := &corev1alpha1.PodCliqueSet{}
+	if err := json.Unmarshal(req.Object.Raw, pcs); err != nil {
+		return admission.Allowed("not decodable: left to schema validation")
+	}
+	if err := h.defaulter.Default(ctx, pcs); err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	out, err := json.Marshal(pcs)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, out)
+}
 
 var _ admission.Defaulter[*corev1alpha1.PodCliqueSet] = PodCliqueSetDefaulter{}
 
@@ -45,6 +67,7 @@ var _ admission.Validator[*corev1alpha1.PodCliqueSet] = &PodCliqueSetValidator{}
 // ValidateCreate admits a new PodCliqueSet.
 func (v *PodCliqueSetValidator) ValidateCreate(ctx context.Context, pcs *corev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	warnings, errs := validation.ValidatePodCliqueSet(pcs)
+	errs = append(errs, validatePodTemplates(pcs)...)
 	tw, terrs := validation.ValidateTopologyConstraints(pcs, v.TopologyAwareScheduling, v.lookupTopology(ctx))
 	warnings, errs = append(warnings, tw...), append(errs, terrs...)
 	bw, berrs := v.validateBackend(ctx, pcs, errs)
@@ -59,6 +82,7 @@ func (v *PodCliqueSetValidator) ValidateUpdate(ctx context.Context, oldPCS, newP
 		return nil, nil
 	}
 	warnings, errs := validation.ValidatePodCliqueSetUpdate(newPCS, oldPCS)
+	errs = append(errs, validatePodTemplates(newPCS)...)
 	bw, berrs := v.validateBackend(ctx, newPCS, errs)
 	return append(warnings, bw...), admissionError(kindPodCliqueSet, newPCS.Name, append(errs, berrs...))
 }

@@ -42,7 +42,6 @@ func TestDefaultsAreAppliedOnCreate(t *testing.T) {
 	router, prefill, decode := tpl.Cliques[0].Spec, tpl.Cliques[1].Spec, tpl.Cliques[2].Spec
 	assert.EqualValues(t, 3, *router.MinAvailable, "minAvailable defaults to replicas")
 	assert.EqualValues(t, 1, *prefill.MinAvailable, "an explicit minAvailable is kept")
-	assert.EqualValues(t, 1, decode.Replicas, "replicas sent as 0 by a typed client default to 1")
 	assert.EqualValues(t, 1, *decode.MinAvailable)
 	assert.Equal(t, "decode", decode.RoleName)
 	assert.Equal(t, corev1.RestartPolicyAlways, router.PodSpec.RestartPolicy)

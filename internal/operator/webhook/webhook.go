@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -47,9 +48,8 @@ func Register(mgr manager.Manager, opts Options) error {
 	if opts.Backends == nil || opts.Reader == nil {
 		return fmt.Errorf("webhooks need the scheduler backends and a reader")
 	}
+	mgr.GetWebhookServer().Register(PathDefaultPodCliqueSet, &ctrlwebhook.Admission{Handler: defaultingHandler{}})
 	err := builder.WebhookManagedBy(mgr, &corev1alpha1.PodCliqueSet{}).
-		WithDefaulter(PodCliqueSetDefaulter{}).
-		WithDefaulterCustomPath(PathDefaultPodCliqueSet).
 		WithValidator(&PodCliqueSetValidator{Reader: opts.Reader, Backends: opts.Backends, TopologyAwareScheduling: opts.TopologyAwareScheduling}).
 		WithValidatorCustomPath(PathValidatePodCliqueSet).
 		Complete()

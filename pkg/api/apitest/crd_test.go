@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
@@ -316,4 +317,39 @@ func TestScaleSubresources(t *testing.T) {
 			assert.EqualValues(t, 5, replicas, "/scale did not change spec.replicas")
 		})
 	}
+}
+
+// TestScaleSubresourcesStayWithinWhatTheOperatorHandles: /scale bypasses the PodCliqueSet
+// webhook, so the CRDs themselves bound it. No replica count above common.MaxReplicas (whose
+// indices would outgrow the name budget admission checked), and no scaling group at 0 (its
+// base PodGang would lose the group's PodGroups).
+func TestScaleSubresourcesStayWithinWhatTheOperatorHandles(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	pcs := minimalPCS(ns, "bounded")
+	pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bounded-0-g"},
+		Spec: corev1alpha1.PodCliqueScalingGroupSpec{Replicas: 2, MinAvailable: ptr.To[int32](2), CliqueNames: []string{"b"}}}
+	pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bounded-0-a"},
+		Spec: corev1alpha1.PodCliqueSpec{RoleName: "a", Replicas: 2, PodSpec: podSpec()}}
+	scaleTo := func(obj client.Object, replicas int32) error {
+		scale := &autoscalingScale{}
+		require.NoError(t, c.SubResource("scale").Get(ctx, obj, &scale.Scale))
+		scale.Spec.Replicas = replicas
+		return c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(&scale.Scale))
+	}
+	for _, obj := range []client.Object{pcs, pcsg, pclq} {
+		require.NoError(t, c.Create(ctx, obj))
+		err := scaleTo(obj, apicommon.MaxReplicas+1)
+		require.True(t, apierrors.IsInvalid(err), "%T scaled to %d: %v", obj, apicommon.MaxReplicas+1, err)
+		assert.Contains(t, err.Error(), "spec.replicas")
+		require.NoError(t, scaleTo(obj, apicommon.MaxReplicas), "%T at the bound", obj)
+	}
+	// Below minAvailable is legitimate; 0 is refused with a message saying what to do.
+	require.NoError(t, scaleTo(pcsg, 1))
+	err := scaleTo(pcsg, 0)
+	require.True(t, apierrors.IsInvalid(err), "scaling group scaled to 0: %v", err)
+	assert.Contains(t, err.Error(), "spec.replicas")
+	assert.Contains(t, err.Error(), "scale the PodCliqueSet")
+	require.NoError(t, scaleTo(pcs, 0), "a PodCliqueSet may be scaled to 0")
 }

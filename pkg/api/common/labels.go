@@ -187,3 +187,26 @@ const (
 func DefaultLabels(pcsName string) map[string]string {
 	return map[string]string{LabelManagedByKey: LabelManagedByValue, LabelPartOfKey: pcsName}
 }
+
+// ReservedLabelKeys are the grove.io labels grove-operator puts on PodCliques, pods and
+// PodGangs to tie them to their gang. A user label with one of these keys on a clique would
+// either be overwritten or, where the operator sets the key only on some objects (the base
+// PodGang of a scaled replica, the scaling group of a member), mis-attribute the pods: a pod
+// waiting for a base PodGang that never lists it stays gated forever. Admission refuses them.
+var ReservedLabelKeys = []string{
+	LabelPodClique,
+	LabelPodGang,
+	LabelBasePodGang,
+	LabelPodCliqueSetReplicaIndex,
+	LabelPodCliqueScalingGroup,
+	LabelPodCliqueScalingGroupReplicaIndex,
+	LabelPodCliquePodIndex,
+	LabelPodTemplateHash,
+	LabelPodCliqueSetGenerationHash,
+	LabelSchedulerName,
+	LabelClusterTopology,
+	LabelResourceClaimOwnerKind,
+	LabelResourceClaimOwnerName,
+	LabelResourceClaimReplicaIndex,
+	LabelResourceClaimTemplate,
+}

@@ -10,3 +10,10 @@ const (
 	GeneratedNameSuffixLength = 5
 	ReservedIndexDigits       = 4
 )
+
+// MaxReplicas bounds every replica count of a PodCliqueSet, its scaling groups and its
+// PodCliques (spec fields, autoscaler maxReplicas and the scale subresources, where the CRDs
+// enforce it): the highest index is then MaxReplicas-1, which fits in ReservedIndexDigits
+// digits, so no replica count the apiserver admits can make a generated name outgrow the
+// budget admission checked. The CRD markers repeat the literal; a test keeps them equal.
+const MaxReplicas = 10000

@@ -39,11 +39,9 @@ func SetDefaultsPodCliqueSet(pcs *PodCliqueSet) {
 		if c == nil {
 			continue
 		}
-		// Typed clients send replicas: 0 for an unset field, which the CRD default cannot see.
-		if c.Spec.Replicas == 0 {
-			c.Spec.Replicas = 1
-		}
-		if c.Spec.MinAvailable == nil {
+		// replicas: 0 is left as sent (the CRD defaults a missing field to 1): turning it into 1
+		// would run a pod the user said not to run, so validation refuses it instead.
+		if c.Spec.MinAvailable == nil && c.Spec.Replicas > 0 {
 			c.Spec.MinAvailable = ptr.To(c.Spec.Replicas)
 		}
 		if a := c.Spec.ScaleConfig; a != nil && a.MinReplicas == nil {

@@ -28,8 +28,8 @@ func TestSetDefaultsPodCliqueSetFillsWhatIsUnset(t *testing.T) {
 	assert.Equal(t, &HeadlessServiceConfig{PublishNotReadyAddresses: true}, tpl.HeadlessServiceConfig)
 
 	unset := tpl.Cliques[0].Spec
-	assert.EqualValues(t, 1, unset.Replicas, "typed clients send replicas: 0 for an unset field")
-	assert.EqualValues(t, 1, *unset.MinAvailable)
+	assert.EqualValues(t, 0, unset.Replicas, "0 is not turned into 1: validation refuses it")
+	assert.Nil(t, unset.MinAvailable, "no minAvailable is derived from replicas 0")
 	assert.Equal(t, "unset", unset.RoleName)
 	assert.Equal(t, corev1.RestartPolicyAlways, unset.PodSpec.RestartPolicy)
 	assert.EqualValues(t, 30, *unset.PodSpec.TerminationGracePeriodSeconds)

@@ -45,6 +45,7 @@ type PodCliqueSpec struct {
 	// Replicas is the number of pods. Defaults to 1.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	Replicas int32 `json:"replicas"`
 	// MinAvailable is the number of pods gang-scheduled together and the health floor of the
 	// clique. Defaults to replicas.
@@ -66,6 +67,7 @@ type AutoScalingConfig struct {
 	// +optional
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 	// MaxReplicas is the autoscaler's upper bound.
+	// +kubebuilder:validation:Maximum=10000
 	MaxReplicas int32 `json:"maxReplicas"`
 	// Metrics drive the autoscaler; 80% average CPU utilisation when empty.
 	// +listType=atomic

@@ -42,6 +42,7 @@ type PodCliqueSetSpec struct {
 	// Replicas is the number of PodCliqueSet replicas (each one a gang).
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	Replicas int32 `json:"replicas,omitempty"`
 	// UpdateStrategy decides how replicas move to a changed template.
 	// +optional
@@ -104,6 +105,9 @@ type PodCliqueSetTemplateSpec struct {
 	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
 	// TerminationDelay is how long a replica may stay below its minimums before Grove
 	// recreates it as a gang. Defaults to 4h.
+	// The rule runs in the schema so a malformed value gets a field-pathed error: a Go client
+	// could not even decode it.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30s, 15m or 4h"
 	// +optional
 	TerminationDelay *metav1.Duration `json:"terminationDelay,omitempty"`
 	// ResourceClaimTemplates declares inline ResourceClaimTemplate specs that resourceSharing
@@ -159,6 +163,8 @@ type PodCliqueScalingGroupConfig struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Replicas is the initial number of replicas of the group. Defaults to 1.
 	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 	// MinAvailable is the number of group replicas that are gang-scheduled with the base

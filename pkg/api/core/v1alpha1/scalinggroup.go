@@ -31,10 +31,15 @@ type PodCliqueScalingGroupList struct {
 }
 
 // PodCliqueScalingGroupSpec is the desired state of a PodCliqueScalingGroup.
+// Scaling below minAvailable is fine (those replicas leave the base gang), but not to 0: the
+// base PodGang would lose the group's PodGroups, and a PodCliqueSet replica is scaled away
+// through the PodCliqueSet.
+// +kubebuilder:validation:XValidation:rule="self.replicas >= 1",message="a scaling group keeps at least 1 replica: scale the PodCliqueSet to remove whole replicas",fieldPath=".replicas",reason=FieldValueInvalid
 type PodCliqueScalingGroupSpec struct {
 	// Replicas is the number of group replicas. Defaults to 1.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	Replicas int32 `json:"replicas"`
 	// MinAvailable is the number of replicas gang-scheduled with the base gang and kept healthy.
 	// +kubebuilder:default=1

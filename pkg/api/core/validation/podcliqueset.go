@@ -8,10 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
@@ -34,7 +36,7 @@ func ValidatePodCliqueSet(pcs *corev1alpha1.PodCliqueSet) (warnings []string, er
 	errs = append(errs, validatePodCliqueSetName(pcs)...)
 	spec := &pcs.Spec
 	sp := field.NewPath("spec")
-	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(spec.Replicas), sp.Child("replicas"))...)
+	errs = append(errs, validateReplicaBound(spec.Replicas, 0, sp.Child("replicas"))...)
 	if spec.UpdateStrategy != nil && spec.UpdateStrategy.Type != "" && !slices.Contains(updateStrategies, spec.UpdateStrategy.Type) {
 		errs = append(errs, field.NotSupported(sp.Child("updateStrategy", "type"), spec.UpdateStrategy.Type, updateStrategies))
 	}
@@ -48,7 +50,7 @@ func ValidatePodCliqueSet(pcs *corev1alpha1.PodCliqueSet) (warnings []string, er
 		}
 	}
 	if t.TerminationDelay != nil && t.TerminationDelay.Duration <= 0 {
-		errs = append(errs, field.Invalid(templatePath.Child("terminationDelay"), t.TerminationDelay.Duration.String(), "must be greater than 0"))
+		errs = append(errs, field.Invalid(templatePath.Child("terminationDelay"), t.TerminationDelay.Duration.String(), "must be a positive duration, e.g. 30s, 15m or 4h"))
 	}
 	w, cliqueErrs := validateCliques(t)
 	warnings = append(warnings, w...)
@@ -94,6 +96,7 @@ func validateCliques(t *corev1alpha1.PodCliqueSetTemplateSpec) (warnings []strin
 			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
 		}
 		names[c.Name] = true
+		errs = append(errs, validateCliqueMetadata(c.Labels, c.Annotations, p)...)
 		sp := p.Child("spec")
 		if c.Spec.RoleName == "" {
 			errs = append(errs, field.Required(sp.Child("roleName"), ""))
@@ -115,10 +118,16 @@ func validateCliques(t *corev1alpha1.PodCliqueSetTemplateSpec) (warnings []strin
 
 func validateCliqueSpec(s *corev1alpha1.PodCliqueSpec, p *field.Path, inScalingGroup bool) field.ErrorList {
 	var errs field.ErrorList
-	if s.Replicas < 1 {
-		errs = append(errs, field.Invalid(p.Child("replicas"), s.Replicas, "must be at least 1"))
+	if s.Replicas == 0 {
+		// Typed clients send 0 for an unset field, so 0 cannot mean "default"; and a clique
+		// without pods cannot be part of a gang. Refusing it beats silently running 1 pod.
+		errs = append(errs, field.Invalid(p.Child("replicas"), s.Replicas, "must be at least 1: a clique without pods cannot be part of a gang (leave replicas out for the default of 1)"))
+	} else {
+		errs = append(errs, validateReplicaBound(s.Replicas, 1, p.Child("replicas"))...)
 	}
 	switch {
+	case s.Replicas < 1:
+		// minAvailable cannot be judged against an invalid replicas.
 	case s.MinAvailable == nil:
 		errs = append(errs, field.Required(p.Child("minAvailable"), "defaults to replicas"))
 	case *s.MinAvailable < 1:
@@ -159,6 +168,9 @@ func validateAutoScaling(a *corev1alpha1.AutoScalingConfig, replicas, minAvailab
 		if *a.MinReplicas < minAvailable {
 			errs = append(errs, field.Invalid(p.Child("minReplicas"), *a.MinReplicas, fmt.Sprintf("must be at least minAvailable (%d)", minAvailable)))
 		}
+	}
+	if a.MaxReplicas > common.MaxReplicas {
+		errs = append(errs, field.Invalid(p.Child("maxReplicas"), a.MaxReplicas, fmt.Sprintf("must not exceed %d", common.MaxReplicas)))
 	}
 	if a.MaxReplicas < lower {
 		errs = append(errs, field.Invalid(p.Child("maxReplicas"), a.MaxReplicas, fmt.Sprintf("must be at least minReplicas (%d)", lower)))
@@ -334,10 +346,9 @@ func validateScalingGroups(t *corev1alpha1.PodCliqueSetTemplateSpec) field.Error
 				memberOf[n] = g.Name
 			}
 		}
+		errs = append(errs, apivalidation.ValidateAnnotations(g.Annotations, p.Child("annotations"))...)
 		replicas, minAvailable := corev1alpha1.ScalingGroupReplicas(g), corev1alpha1.ScalingGroupMinAvailable(g)
-		if replicas < 1 {
-			errs = append(errs, field.Invalid(p.Child("replicas"), replicas, "must be at least 1"))
-		}
+		errs = append(errs, validateReplicaBound(replicas, 1, p.Child("replicas"))...)
 		if minAvailable < 1 {
 			errs = append(errs, field.Invalid(p.Child("minAvailable"), minAvailable, "must be at least 1"))
 		} else if minAvailable > replicas {
@@ -359,4 +370,31 @@ func validateDNSLabel(name string, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(p, name, msg))
 	}
 	return errs
+}
+
+// validateReplicaBound keeps a replica count within [lowest, common.MaxReplicas]. The upper
+// bound keeps every index within the digits the name budget reserves (the CRDs enforce the
+// same bound on the scale subresources, which bypass this webhook).
+func validateReplicaBound(replicas, lowest int32, p *field.Path) field.ErrorList {
+	switch {
+	case replicas < lowest:
+		return field.ErrorList{field.Invalid(p, replicas, fmt.Sprintf("must be at least %d", lowest))}
+	case replicas > common.MaxReplicas:
+		return field.ErrorList{field.Invalid(p, replicas, fmt.Sprintf("must not exceed %d (generated names reserve %d digits for an index)", common.MaxReplicas, common.ReservedIndexDigits))}
+	}
+	return nil
+}
+
+// validateCliqueMetadata checks a clique's labels and annotations as the apiserver checks
+// object metadata (they are copied onto the PodClique and its pods, which the apiserver would
+// otherwise refuse long after admission), and refuses the labels grove-operator manages.
+func validateCliqueMetadata(labels, annotations map[string]string, p *field.Path) field.ErrorList {
+	lp := p.Child("labels")
+	errs := metav1validation.ValidateLabels(labels, lp)
+	for _, k := range sets.List(sets.KeySet(labels)) {
+		if slices.Contains(common.ReservedLabelKeys, k) {
+			errs = append(errs, field.Forbidden(lp.Key(k), "this label is set by grove-operator to tie pods to their gang and must not be set in the template"))
+		}
+	}
+	return append(errs, apivalidation.ValidateAnnotations(annotations, p.Child("annotations"))...)
 }

@@ -108,7 +108,14 @@ func TestValidatePodCliqueSetRejections(t *testing.T) {
 		{"zero clique replicas", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[0].Spec.Replicas = 0
 			p.Spec.Template.Cliques[0].Spec.MinAvailable = ptr.To[int32](1)
-		}, []fieldErr{"Invalid spec.template.cliques[0].spec.replicas", "Invalid spec.template.cliques[0].spec.minAvailable"}},
+		}, []fieldErr{"Invalid spec.template.cliques[0].spec.replicas"}},
+		{"clique labels and annotations as object metadata", func(p *corev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[0].Labels = map[string]string{"ok": "v", "bad/key/x": "v", "long": strings.Repeat("v", 64)}
+			p.Spec.Template.Cliques[1].Annotations = map[string]string{"big": strings.Repeat("v", 300<<10)}
+		}, []fieldErr{"Invalid spec.template.cliques[0].labels", "Invalid spec.template.cliques[0].labels", "TooLong spec.template.cliques[1].annotations"}},
+		{"reserved labels", func(p *corev1alpha1.PodCliqueSet) {
+			p.Spec.Template.Cliques[2].Labels = map[string]string{"grove.io/podgang": "x", "grove.io/base-podgang": "y", "grove.io/team": "z"}
+		}, []fieldErr{"Forbidden spec.template.cliques[2].labels[grove.io/base-podgang]", "Forbidden spec.template.cliques[2].labels[grove.io/podgang]"}},
 		{"minAvailable above replicas", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Spec.MinAvailable = ptr.To[int32](3) },
 			[]fieldErr{"Invalid spec.template.cliques[0].spec.minAvailable"}},
 		{"minAvailable zero", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[0].Spec.MinAvailable = ptr.To[int32](0) },
@@ -249,8 +256,9 @@ func TestGeneratedNameBudget(t *testing.T) {
 		{name: "member at the limit", pcs: 15, standalone: 1, sg: 15, member: 15},
 		{name: "member one over", pcs: 15, standalone: 1, sg: 16, member: 15,
 			want: []fieldErr{"Invalid spec.template.cliques[1].name"}, wantDetail: "shorten metadata.name, scaling group"},
-		{name: "more replicas than the reserved digits", pcs: 25, standalone: 26, sg: 1, member: 1, replicas: 100001,
-			want: []fieldErr{"Invalid spec.template.cliques[0].name"}, wantDetail: "by 2 characters"},
+		{name: "more replicas than the bound", pcs: 25, standalone: 26, sg: 1, member: 1, replicas: 100001,
+			want: []fieldErr{"Invalid spec.replicas", "Invalid spec.template.cliques[0].name"}, wantDetail: "must not exceed 10000"},
+		{name: "replicas at the bound fit", pcs: 25, standalone: 26, sg: 1, member: 1, replicas: 10000},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
