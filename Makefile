@@ -9,7 +9,10 @@ GO          ?= go
 K8S_VERSION := v1.37.1
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) \
                -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
-GROVE_LDFLAGS := $(K8S_LDFLAGS)
+# The Grove release stamped into both binaries and used as the image tag: `git describe` of the
+# newest v* tag (v0.0.0-<commit> without one); override with `make build VERSION=v1.2.3`.
+VERSION     ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo "v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)")
+GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/internal/version.gitVersion=$(VERSION)
 TEST_TIMEOUT ?= 25m
 # Control-plane binaries are rebuilt only when the pinned kubernetes/etcd versions change: the
 # stamp's name carries a hash of those go.mod lines (robust to checkouts that touch go.mod).

@@ -13,6 +13,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/ai-dynamo/grove/internal/version"
 	"github.com/ai-dynamo/grove/plugins"
 )
 
@@ -32,5 +33,15 @@ func newCommand() (*cobra.Command, error) {
 	}
 	cmd := app.NewSchedulerCommand(plugins.SchedulerOptions()...)
 	cmd.Use = "grove-scheduler"
+	// kube-scheduler's --version prints only "Kubernetes vX.Y.Z"; plain --version prints
+	// Grove's release too (--version=raw keeps kube-scheduler's detailed form).
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if f := c.Flags().Lookup("version"); f != nil && f.Value.String() == "true" {
+			_, err := fmt.Fprintln(c.OutOrStdout(), version.Get().Line("grove-scheduler"))
+			return err
+		}
+		return run(c, args)
+	}
 	return cmd, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -31,4 +32,17 @@ func TestNominatedNodeNameForExpectationIsOffByDefaultButCanBeTurnedOn(t *testin
 	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.NominatedNodeNameForExpectation, true)
 	assert.False(t, enabledAtRun(t), "grove-scheduler's default")
 	assert.True(t, enabledAtRun(t, "--feature-gates=NominatedNodeNameForExpectation=true"), "the flag wins")
+}
+
+func TestVersionPrintsGroveAndKubernetes(t *testing.T) {
+	cmd, err := newCommand()
+	require.NoError(t, err)
+	// --version lives in a process-global flag set: put it back for the other tests.
+	t.Cleanup(func() { require.NoError(t, cmd.Flags().Set("version", "false")) })
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version"})
+	require.NoError(t, cmd.Execute())
+	// The scheduler links kube-scheduler 1.37: that is the Kubernetes version it reports.
+	assert.Regexp(t, `^grove-scheduler v\S+ \(Kubernetes v1\.37\.\d+, go\S+ \w+/\w+\)\n$`, out.String())
 }

@@ -16,8 +16,9 @@ import (
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 )
 
-// TestBinaryFailsFastOnAnInvalidConfig builds the real grove-operator and runs it with bad
-// configurations: it must exit non-zero at once and name every bad field.
+// TestBinaryFailsFastOnAnInvalidConfig builds the real grove-operator, checks its stamped
+// --version, and runs it with bad configurations: it must exit non-zero at once and name
+// every bad field.
 func TestBinaryFailsFastOnAnInvalidConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the operator binary")
@@ -25,10 +26,18 @@ func TestBinaryFailsFastOnAnInvalidConfig(t *testing.T) {
 	root, err := cluster.ModuleRoot()
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "grove-operator")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/grove-operator")
+	// Stamped the way the Makefile stamps releases.
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/ai-dynamo/grove/internal/version.gitVersion=v9.8.7-test",
+		"-o", bin, "./cmd/grove-operator")
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+
+	t.Run("version", func(t *testing.T) {
+		out, err := exec.Command(bin, "--version").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Regexp(t, `^grove-operator v9\.8\.7-test \(Kubernetes v1\.37\.\d+, go\S+ \w+/\w+\)\n$`, string(out))
+	})
 
 	config := filepath.Join(t.TempDir(), "operator-config.yaml")
 	require.NoError(t, os.WriteFile(config, []byte(`apiVersion: operator.config.grove.io/v1alpha1

@@ -5,6 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ai-dynamo/grove/internal/version"
 )
 
 // NewCommand returns the grove-operator command.
@@ -23,6 +25,9 @@ func NewCommand() *cobra.Command {
 			return Run(cmd.Context(), cfg)
 		},
 	}
+	// cobra adds --version; the template prints Grove's and Kubernetes' versions on one line.
+	cmd.Version = version.Get().Grove
+	cmd.SetVersionTemplate(version.Get().Line("grove-operator") + "\n")
 	opts.AddFlags(cmd.Flags())
 	cmd.AddCommand(newWaitForCliquesCommand())
 	return cmd
