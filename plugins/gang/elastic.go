@@ -3,10 +3,15 @@ package gang
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
 // Quorums before elastic pods. A member beyond its PodGroup's minReplicas (an elastic pod of a
@@ -30,8 +35,88 @@ func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo)
 	return ""
 }
 
-// elasticWaiting holds the gangs whose elastic members wait for other gangs' quorums: no
-// cluster event brings them back when those quorums are placed or go away.
+// Quorums in queue order. A gang whose attempt starts lets a waiting quorum ahead of it in the
+// queue (a higher priority, or the same priority and older) go first when that quorum fits the
+// free room now: the scheduler's per-pod back-off can hold the older gang's pods back just when
+// room appears, and a younger gang would take it. Only a few gangs ahead are looked at, and
+// none that backs off after a failed attempt of its own, so a gang never waits on one that
+// cannot be placed.
+const aheadChecked = 4
+
+// quorumAheadFits returns why gang key, starting an attempt, lets another quorum go first
+// ("" when it does not).
+func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
+	prio := corev1helpers.PodPriority(pod)
+	checked := 0
+	for _, w := range p.gangs.WaitingQuorums(prio, key) {
+		if w.Priority == prio && !p.queuedBefore(w.Key, key) {
+			continue
+		}
+		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff {
+			continue
+		}
+		if checked++; checked > aheadChecked {
+			break
+		}
+		if p.wholeGangFits(w.Pod, w.Key, w.Gang.Quorum, nodeInfos) == "" && p.fitsDomains(w.Pod, w.Key, w.Gang, nodeInfos, false) {
+			// Its pods may sit out a back-off in the queue: bring them to the front.
+			p.activate(p.gangs.Pending(w.Key))
+			return fmt.Sprintf("PodGang %s, ahead of this gang in the queue, waits for its quorum and fits the free room: it is placed first", w.Key)
+		}
+	}
+	return ""
+}
+
+// queuedBefore reports whether gang a sorts before gang b in the queue (same priority).
+func (p *Plugin) queuedBefore(a, b string) bool {
+	na, ga := splitKey(a)
+	nb, gb := splitKey(b)
+	qa, qb := p.queueTimes.get(na, ga), p.queueTimes.get(nb, gb)
+	switch {
+	case qa.at.IsZero() || qb.at.IsZero():
+		return false
+	case !qa.at.Equal(qb.at):
+		return qa.at.Before(qb.at)
+	case !qa.arrival.Equal(qb.arrival):
+		return !qa.arrival.IsZero() && (qb.arrival.IsZero() || qa.arrival.Before(qb.arrival))
+	}
+	return a < b
+}
+
+// fitsDomains reports whether the gang's remaining quorum fits its required domains, on the
+// nodes' free room or, with empty, on the nodes as if empty. Gangs without pack constraints
+// always do (capacity alone is wholeGangFits' to judge).
+func (p *Plugin) fitsDomains(pod *v1.Pod, key string, g gangcache.Gang, nodeInfos []fwk.NodeInfo, empty bool) bool {
+	tree := placement.NewTree(&g.PodGang.Spec)
+	if !tree.Constrained() {
+		return true
+	}
+	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), g.Quorum.Remaining())
+	demand := make(map[string]capacity.Demand, len(demands))
+	for _, d := range demands {
+		demand[d.Group] = d
+	}
+	r, prio, now := p.gangs.Reservation(), corev1helpers.PodPriority(pod), time.Now()
+	nodes := make([]placement.Node, 0, len(nodeInfos))
+	for _, ni := range nodeInfos {
+		allowed := classes.Allowed(ni.Node())
+		if allowed == 0 || !empty && r.Excludes(key, prio, ni.Node().Name, now) {
+			continue
+		}
+		free := capacity.NodeFree(ni)
+		if empty {
+			free = capacity.NodeAllocatable(ni)
+		}
+		nodes = append(nodes, placement.Node{Name: ni.Node().Name, Labels: ni.Node().Labels, Free: free, Excluded: ^allowed})
+	}
+	shared, sharedBy := p.gangs.SharedNodes(key)
+	_, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy})
+	return unfit == nil
+}
+
+// elasticWaiting holds the gangs whose members wait for other gangs' quorums (elastic members,
+// or a gang letting one ahead of it go first): no cluster event brings them back when those
+// quorums are placed or go away.
 type elasticWaiting struct {
 	mu   sync.Mutex
 	keys map[string]struct{}

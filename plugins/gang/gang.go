@@ -310,6 +310,10 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		}
 	case ledger.Proceed:
 		if v.FirstOfAttempt {
+			if why := p.quorumAheadFits(pod, key, nodeInfos); why != "" {
+				p.elastic.add(key)
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+			}
 			if reason := p.wholeGangFits(pod, key, g.Quorum, nodeInfos); reason != "" {
 				reason += p.reserveIfStarving(pod, key, g, nodeInfos)
 				p.gangs.SetScout(key, pod.UID)
@@ -512,7 +516,9 @@ func (p *Plugin) abandon(key string, f *ledger.Failure) {
 }
 
 // unplaceable records why the gang is not placed: on its status always, as an event once.
+// Gangs that let it go first are retried: it did not take the room.
 func (p *Plugin) unplaceable(key, reason string) {
+	defer p.retryElastic()
 	if p.ledger.Unplaceable(key, reason) {
 		p.status.event(key, reason)
 	}

@@ -137,3 +137,19 @@ func TestLessAllocatesNothing(t *testing.T) {
 	a, b := queued(t, "a-w-0", "a", "w", 0, 0), queued(t, "plain", "", "", 0, time.Second)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { p.Less(a, b); p.Less(b, a) }))
 }
+
+func TestQueuedBeforeFollowsTheQueueOrderOfGangs(t *testing.T) {
+	p := &Plugin{}
+	p.queueTimes.set("ns/old", t0, false)
+	p.queueTimes.set("ns/young", t0.Add(time.Second), false)
+	p.queueTimes.set("ns/twin-a", t0.Add(time.Second), false)
+	p.queueTimes.arrive("ns/twin-a", t0.Add(2*time.Second))
+	p.queueTimes.arrive("ns/young", t0.Add(3*time.Second))
+	p.queueTimes.set("ns/b", t0.Add(5*time.Second), false)
+	p.queueTimes.set("ns/a", t0.Add(5*time.Second), false)
+	assert.True(t, p.queuedBefore("ns/old", "ns/young"), "older PodGang first")
+	assert.False(t, p.queuedBefore("ns/young", "ns/old"))
+	assert.True(t, p.queuedBefore("ns/twin-a", "ns/young"), "same second: the one whose members arrived first")
+	assert.True(t, p.queuedBefore("ns/a", "ns/b"), "then by name")
+	assert.False(t, p.queuedBefore("ns/unknown", "ns/young"), "a gang not seen yet is ahead of nobody")
+}
