@@ -171,8 +171,9 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 	prob := Problem{Demand: demands, Tree: placement.NewTree(&g.PodGang.Spec), Held: p.gangs.HeldNodes(key),
 		DomainKey: g.PodGang.Spec.TopologyConstraint.Required()}
 	prob.Nodes = problemNodes(nodeInfos, classes.Allowed)
-	units, unitPods := p.victimUnits(nodeInfos, preemptor)
+	units, unitPods, freeing := p.victimUnits(nodeInfos, preemptor)
 	prob.Units = units
+	release(prob.Nodes, freeing)
 	return p.decide(ctx, nil, preemptor, prob, unitPods, false)
 }
 
@@ -203,8 +204,9 @@ func (p *Plugin) preemptForPod(ctx context.Context, state fwk.CycleState, pod *v
 			}
 			return 0
 		})}
-	units, unitPods := p.victimUnits(nodeInfos, preemptor)
+	units, unitPods, freeing := p.victimUnits(nodeInfos, preemptor)
 	prob.Units = units
+	release(prob.Nodes, freeing)
 	// Only worth it if a gang is among what may go: DefaultPreemption already judged the rest.
 	hasGang := false
 	for _, u := range units {
@@ -223,7 +225,7 @@ func (p *Plugin) decide(ctx context.Context, state fwk.CycleState, preemptor pre
 	choice, outcome := Select(prob)
 	switch outcome {
 	case FitsAlready:
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the room is there; what keeps it out is not a lower-priority workload")
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not needed: the room is there, or is being freed by terminating pods")
 	case NotEnough:
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"preemption: evicting every lower-priority gang and pod (%d) would not make %s fit", len(prob.Units), preemptor.what))
@@ -304,7 +306,7 @@ func problemNodes(nodeInfos []fwk.NodeInfo, allowed func(*v1.Node) capacity.Mask
 // member on a node, and every pod outside gangs, whose priority is below the preemptor's. A
 // gang any of whose pods is terminating, waiting at a Permit barrier or of too high a priority
 // is not a candidate. unitPods holds every existing pod of each unit (what eviction deletes).
-func (p *Plugin) victimUnits(nodeInfos []fwk.NodeInfo, preemptor preemptorInfo) ([]Unit, [][]*v1.Pod) {
+func (p *Plugin) victimUnits(nodeInfos []fwk.NodeInfo, preemptor preemptorInfo) ([]Unit, [][]*v1.Pod, []VictimPod) {
 	type acc struct {
 		unit    Unit
 		placed  []*v1.Pod
@@ -312,9 +314,15 @@ func (p *Plugin) victimUnits(nodeInfos []fwk.NodeInfo, preemptor preemptorInfo) 
 	}
 	byKey := map[string]*acc{}
 	var order []string
+	var freeing []VictimPod
 	for _, ni := range nodeInfos {
 		for _, pi := range ni.GetPods() {
 			pod := pi.GetPod()
+			if pod.DeletionTimestamp != nil {
+				// Already on its way out (often a victim of an earlier preemption): its room is
+				// counted as free, so that nothing more is evicted in its place.
+				freeing = append(freeing, VictimPod{Node: ni.Node().Name, Shape: capacity.PodShape(pod)})
+			}
 			key := podKey(pod)
 			what := "pod " + pod.Namespace + "/" + pod.Name
 			if gk, _, member := gangcache.GangKey(pod); member {
@@ -367,7 +375,20 @@ func (p *Plugin) victimUnits(nodeInfos []fwk.NodeInfo, preemptor preemptorInfo) 
 		units = append(units, a.unit)
 		unitPods = append(unitPods, pods)
 	}
-	return units, unitPods
+	return units, unitPods, freeing
+}
+
+// release counts the room of terminating pods as free.
+func release(nodes []placement.Node, freeing []VictimPod) {
+	byName := make(map[string]int, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = i
+	}
+	for _, vp := range freeing {
+		if i, ok := byName[vp.Node]; ok && nodes[i].Excluded != capacity.AnyClass {
+			nodes[i].Free.Take(vp.Shape, -1)
+		}
+	}
 }
 
 // gangPods is every existing pod of gang key (pending ones too: the gang restarts whole); nil

@@ -25,7 +25,9 @@ func unit(key string, prio int32, pods ...VictimPod) Unit {
 
 func on(node string, milli int64) VictimPod { return VictimPod{Node: node, Shape: cpu(milli)} }
 
-func pods(n int64) capacity.Demands { return capacity.Demands{{Group: "w", Shape: cpu(1000), Count: n}} }
+func pods(n int64) capacity.Demands {
+	return capacity.Demands{{Group: "w", Shape: cpu(1000), Count: n}}
+}
 
 func rackGang(n int32) *placement.Tree {
 	return placement.NewTree(&v1alpha1.PodGangSpec{
