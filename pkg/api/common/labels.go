@@ -127,14 +127,17 @@ const (
 	ConditionSchedulerTopologyDrift    = "SchedulerTopologyDrift"
 	ConditionGangSchedulingUnavailable = "GangSchedulingUnavailable"
 
-	ReasonInsufficientReadyPods      = "InsufficientReadyPods"
-	ReasonSufficientReadyPods        = "SufficientReadyPods"
-	ReasonInsufficientScheduledPods  = "InsufficientScheduledPods"
-	ReasonSufficientScheduledPods    = "SufficientScheduledPods"
-	ReasonClusterTopologyNotFound    = "ClusterTopologyNotFound"
-	ReasonTopologyNameMissing        = "TopologyNameMissing"
-	ReasonTopologyLevelsUnavailable  = "ClusterTopologyLevelsUnavailable"
-	ReasonAllTopologyLevelsAvailable = "AllClusterTopologyLevelsAvailable"
+	ReasonInsufficientReadyPods     = "InsufficientReadyPods"
+	ReasonSufficientReadyPods       = "SufficientReadyPods"
+	ReasonInsufficientScheduledPods = "InsufficientScheduledPods"
+	ReasonSufficientScheduledPods   = "SufficientScheduledPods"
+	ReasonClusterTopologyNotFound   = "ClusterTopologyNotFound"
+	ReasonTopologyNameMissing       = "TopologyNameMissing"
+	// ReasonTopologyAwareSchedulingDisabled: the PodCliqueSet has constraints but the operator
+	// runs with topologyAwareScheduling disabled (status Unknown).
+	ReasonTopologyAwareSchedulingDisabled = "TopologyAwareSchedulingDisabled"
+	ReasonTopologyLevelsUnavailable       = "ClusterTopologyLevelsUnavailable"
+	ReasonAllTopologyLevelsAvailable      = "AllClusterTopologyLevelsAvailable"
 
 	// Reasons of the PodGang Initialized condition.
 	ReasonPodGangPodsCreationPending = "PodGangPodsCreationPending"

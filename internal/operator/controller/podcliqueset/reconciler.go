@@ -76,8 +76,10 @@ func (s *state) updatingReplica(i int) bool {
 }
 
 type topologyState struct {
-	name       string
-	found      bool
+	name  string
+	found bool
+	// disabled: topology-aware scheduling is off; the constraints are not translated.
+	disabled   bool
 	translated packing.Translated
 }
 
@@ -127,10 +129,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // scheduling is enabled and the PodCliqueSet has constraints.
 func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
 	t := &st.pcs.Spec.Template
-	if !r.TopologyAwareScheduling.Enabled || !packing.HasConstraints(t) {
+	if !packing.HasConstraints(t) {
 		return nil
 	}
-	ts := &topologyState{name: packing.NameOf(t)}
+	ts := &topologyState{name: packing.NameOf(t), disabled: !r.TopologyAwareScheduling.Enabled}
+	if ts.disabled {
+		st.topology = ts // reported in status; nothing is translated
+		return nil
+	}
 	var levels []corev1alpha1.TopologyLevel
 	if ts.name != "" {
 		ct := &corev1alpha1.ClusterTopology{}
