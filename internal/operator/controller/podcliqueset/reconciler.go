@@ -38,9 +38,10 @@ type Reconciler struct {
 	// Claims keeps the ResourceClaims of the PodCliqueSet's resourceSharing entries.
 	Claims *resourceclaim.Syncer
 
-	// syncedPodGangs remembers the generation of each PodGang the backend last synced, so
-	// SyncPodGang runs once per create or spec change and again after a failure.
-	syncedPodGangs sync.Map // types.UID -> int64
+	// syncedPodGangs remembers the generation and metadata of each PodGang the backend last
+	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
+	// failure.
+	syncedPodGangs sync.Map // types.UID -> syncedGang
 	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
 	// on a cache that still shows them.
 	gangTerminated *uidSet
