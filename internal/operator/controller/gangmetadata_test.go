@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,11 +12,21 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/backend/grove"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // metadataBackend is grove-scheduler's backend that also asks for PodGang metadata of its own,
-// as the KAI backend does for its queue and pod-grouper opt-out.
-type metadataBackend struct{ backend.Backend }
+// as the KAI backend does for its queue and pod-grouper opt-out, and records the env label of
+// each PodGang it is handed.
+type metadataBackend struct {
+	backend.Backend
+	synced *sync.Map // PodGang name -> env label at the last SyncPodGang
+}
+
+func (b metadataBackend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) error {
+	b.synced.Store(pg.Name, pg.Labels["env"])
+	return b.Backend.SyncPodGang(ctx, pg)
+}
 
 func (metadataBackend) PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (map[string]string, map[string]string) {
 	return map[string]string{"example.com/queue": pcs.Spec.Template.Cliques[0].Labels["example.com/queue"], "team": "from-backend"},
@@ -25,7 +37,8 @@ func (metadataBackend) PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (map[stri
 // and annotations outside grove.io/ (so e.g. kai.scheduler/node-pool reaches KAI), then what
 // the backend adds, then Grove's own keys; a changed PodCliqueSet label reaches the PodGangs.
 func TestPodGangsMirrorThePodCliqueSetsMetadata(t *testing.T) {
-	e := newEnv(t, withBackend(configv1alpha1.SchedulerNameGrove, func() backend.Backend { return metadataBackend{grove.New()} }))
+	synced := &sync.Map{}
+	e := newEnv(t, withBackend(configv1alpha1.SchedulerNameGrove, func() backend.Backend { return metadataBackend{grove.New(), synced} }))
 	pcs := disaggregated(e.ns, "meta", 1)
 	pcs.Labels = map[string]string{"kai.scheduler/node-pool": "pool-a", "team": "from-pcs", "env": "prod",
 		"grove.io/podgang": "not-mirrored", "app.kubernetes.io/managed-by": "someone"}
@@ -58,6 +71,8 @@ func TestPodGangsMirrorThePodCliqueSetsMetadata(t *testing.T) {
 			pg := e.podGang(c, name)
 			assert.Equal(c, "staging", pg.Labels["env"], name)
 			assert.Equal(c, "bob", pg.Annotations["example.com/owner"], name)
+			got, _ := synced.Load(name)
+			assert.Equal(c, "staging", got, "%s: a metadata change is handed to the backend (its objects carry the labels)", name)
 		}
 	})
 }

@@ -150,3 +150,34 @@ func TestManagedClusterTopologies(t *testing.T) {
 		assert.Equal(c, levels("zone", "host"), ct.Spec.Levels)
 	})
 }
+
+// TestTopologyLevelsUnknownWithoutAResolvableTopology: constraints that cannot be resolved at
+// all (topology-aware scheduling off, or no ClusterTopology named) make the condition Unknown,
+// and nothing reaches the PodGangs.
+func TestTopologyLevelsUnknownWithoutAResolvableTopology(t *testing.T) {
+	cases := []struct {
+		name   string
+		tas    bool
+		tc     *corev1alpha1.TopologyConstraint
+		reason string
+	}{
+		{"tas disabled", false, &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "zone"}, apicommon.ReasonTopologyAwareSchedulingDisabled},
+		{"no topology name", true, &corev1alpha1.TopologyConstraint{PackDomain: "zone"}, apicommon.ReasonTopologyNameMissing},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, withConfig(func(cfg *configv1alpha1.OperatorConfiguration) { cfg.TopologyAwareScheduling.Enabled = tc.tas }))
+			pcs := disaggregated(e.ns, "unknown", 1)
+			pcs.Spec.Template.TopologyConstraint = tc.tc
+			e.create(pcs)
+			e.eventually(func(c *assert.CollectT) {
+				cond := topologyCondition(c, e, "unknown")
+				if assert.NotNil(c, cond) {
+					assert.Equal(c, metav1.ConditionUnknown, cond.Status)
+					assert.Equal(c, tc.reason, cond.Reason)
+				}
+				assert.Nil(c, e.podGang(c, "unknown-0").Spec.TopologyConstraint)
+			})
+		})
+	}
+}

@@ -141,12 +141,19 @@ func Translate(t *corev1alpha1.PodCliqueSetTemplateSpec, levels []corev1alpha1.T
 }
 
 // LevelsUnavailableCondition is the PodCliqueSet's TopologyLevelsUnavailable condition for a
-// template with constraints: True (naming what is missing) when the ClusterTopology is not
-// named or not found, or lacks a declared domain; False when every domain resolves.
-func LevelsUnavailableCondition(name string, found bool, missing []corev1alpha1.TopologyDomain) metav1.Condition {
+// template with constraints (seed 000): Unknown when nothing can be resolved because
+// topology-aware scheduling is disabled or no ClusterTopology is named; True (naming what is
+// missing) when the ClusterTopology is gone or lacks a declared domain; False when every
+// domain resolves.
+func LevelsUnavailableCondition(tasEnabled bool, name string, found bool, missing []corev1alpha1.TopologyDomain) metav1.Condition {
 	c := metav1.Condition{Type: common.ConditionTopologyLevelsUnavailable, Status: metav1.ConditionTrue}
 	switch {
+	case !tasEnabled:
+		c.Status = metav1.ConditionUnknown
+		c.Reason = common.ReasonTopologyAwareSchedulingDisabled
+		c.Message = "topology constraints are set but topologyAwareScheduling is disabled in the operator configuration; they are not passed to the scheduler"
 	case name == "":
+		c.Status = metav1.ConditionUnknown
 		c.Reason = common.ReasonTopologyNameMissing
 		c.Message = "topology constraints are set but no topologyName names their ClusterTopology; they are not passed to the scheduler"
 	case !found:

@@ -147,11 +147,14 @@ func TestLevelsUnavailableCondition(t *testing.T) {
 		{"all resolve", "fabric", true, nil, metav1.ConditionFalse, common.ReasonAllTopologyLevelsAvailable, `every topology domain resolves in ClusterTopology "fabric"`},
 		{"topology missing", "fabric", false, []corev1alpha1.TopologyDomain{"rack"}, metav1.ConditionTrue, common.ReasonClusterTopologyNotFound, `ClusterTopology "fabric" does not exist`},
 		{"domains missing", "fabric", true, []corev1alpha1.TopologyDomain{"host", "rack"}, metav1.ConditionTrue, common.ReasonTopologyLevelsUnavailable, "domain(s) host, rack"},
-		{"no name", "", false, nil, metav1.ConditionTrue, common.ReasonTopologyNameMissing, "no topologyName"},
+		{"no name", "", false, nil, metav1.ConditionUnknown, common.ReasonTopologyNameMissing, "no topologyName"},
 	}
+	disabled := LevelsUnavailableCondition(false, "fabric", false, nil)
+	assert.Equal(t, metav1.ConditionUnknown, disabled.Status)
+	assert.Equal(t, common.ReasonTopologyAwareSchedulingDisabled, disabled.Reason)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := LevelsUnavailableCondition(tc.topology, tc.found, tc.missing)
+			c := LevelsUnavailableCondition(true, tc.topology, tc.found, tc.missing)
 			assert.Equal(t, common.ConditionTopologyLevelsUnavailable, c.Type)
 			assert.Equal(t, tc.wantStatus, c.Status)
 			assert.Equal(t, tc.wantReason, c.Reason)

@@ -138,14 +138,17 @@ const (
 	// are scheduled and every replica is available (`kubectl wait --for=condition=Ready pcs/x`).
 	ConditionReady = "Ready"
 
-	ReasonInsufficientReadyPods      = "InsufficientReadyPods"
-	ReasonSufficientReadyPods        = "SufficientReadyPods"
-	ReasonInsufficientScheduledPods  = "InsufficientScheduledPods"
-	ReasonSufficientScheduledPods    = "SufficientScheduledPods"
-	ReasonClusterTopologyNotFound    = "ClusterTopologyNotFound"
-	ReasonTopologyNameMissing        = "TopologyNameMissing"
-	ReasonTopologyLevelsUnavailable  = "ClusterTopologyLevelsUnavailable"
-	ReasonAllTopologyLevelsAvailable = "AllClusterTopologyLevelsAvailable"
+	ReasonInsufficientReadyPods     = "InsufficientReadyPods"
+	ReasonSufficientReadyPods       = "SufficientReadyPods"
+	ReasonInsufficientScheduledPods = "InsufficientScheduledPods"
+	ReasonSufficientScheduledPods   = "SufficientScheduledPods"
+	ReasonClusterTopologyNotFound   = "ClusterTopologyNotFound"
+	ReasonTopologyNameMissing       = "TopologyNameMissing"
+	// ReasonTopologyAwareSchedulingDisabled: the PodCliqueSet has constraints but the operator
+	// runs with topologyAwareScheduling disabled (status Unknown).
+	ReasonTopologyAwareSchedulingDisabled = "TopologyAwareSchedulingDisabled"
+	ReasonTopologyLevelsUnavailable       = "ClusterTopologyLevelsUnavailable"
+	ReasonAllTopologyLevelsAvailable      = "AllClusterTopologyLevelsAvailable"
 
 	// Reasons of the PodGang Initialized condition.
 	ReasonPodGangPodsCreationPending = "PodGangPodsCreationPending"

@@ -156,19 +156,27 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	return c.updateInitialized(ctx, pg, g.complete)
 }
 
-// syncBackend hands the PodGang to the scheduler backend once per generation.
+// syncBackend hands the PodGang to the scheduler backend once per generation and set of
+// labels and annotations (backends copy them onto their objects, e.g. KAI's node pool).
 func (c *podGangs) syncBackend(ctx context.Context, st *state, pg *schedv1alpha1.PodGang) error {
 	if st.backend == nil {
 		return nil // the PodCliqueSet names no enabled scheduler; its status says so
 	}
-	if synced, ok := c.r.syncedPodGangs.Load(pg.UID); ok && synced.(int64) == pg.Generation {
+	want := syncedGang{generation: pg.Generation, metadata: fmt.Sprint(pg.Labels, pg.Annotations)}
+	if synced, ok := c.r.syncedPodGangs.Load(pg.UID); ok && synced.(syncedGang) == want {
 		return nil
 	}
 	if err := st.backend.SyncPodGang(ctx, pg); err != nil {
 		return fmt.Errorf("scheduler backend %s: %w", st.backend.Name(), err)
 	}
-	c.r.syncedPodGangs.Store(pg.UID, pg.Generation)
+	c.r.syncedPodGangs.Store(pg.UID, want)
 	return nil
+}
+
+// syncedGang is what of a PodGang the backend last synced.
+type syncedGang struct {
+	generation int64
+	metadata   string // labels and annotations, printed (fmt sorts map keys)
 }
 
 // updateInitialized sets Initialized False until every pod of the gang exists and is

@@ -39,9 +39,10 @@ type Reconciler struct {
 	// Claims keeps the ResourceClaims of the PodCliqueSet's resourceSharing entries.
 	Claims *resourceclaim.Syncer
 
-	// syncedPodGangs remembers the generation of each PodGang the backend last synced, so
-	// SyncPodGang runs once per create or spec change and again after a failure.
-	syncedPodGangs sync.Map // types.UID -> int64
+	// syncedPodGangs remembers the generation and metadata of each PodGang the backend last
+	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
+	// failure.
+	syncedPodGangs sync.Map // types.UID -> syncedGang
 	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
 	// on a cache that still shows them.
 	gangTerminated *uidSet
@@ -77,8 +78,10 @@ func (s *state) updatingReplica(i int) bool {
 }
 
 type topologyState struct {
-	name       string
-	found      bool
+	name  string
+	found bool
+	// disabled: topology-aware scheduling is off; the constraints are not translated.
+	disabled   bool
 	translated packing.Translated
 }
 
@@ -129,10 +132,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // scheduling is enabled and the PodCliqueSet has constraints.
 func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
 	t := &st.pcs.Spec.Template
-	if !r.TopologyAwareScheduling.Enabled || !packing.HasConstraints(t) {
+	if !packing.HasConstraints(t) {
 		return nil
 	}
-	ts := &topologyState{name: packing.NameOf(t)}
+	ts := &topologyState{name: packing.NameOf(t), disabled: !r.TopologyAwareScheduling.Enabled}
+	if ts.disabled {
+		st.topology = ts // reported in status; nothing is translated
+		return nil
+	}
 	var levels []corev1alpha1.TopologyLevel
 	if ts.name != "" {
 		ct := &corev1alpha1.ClusterTopology{}

@@ -134,7 +134,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	if st.topology == nil {
 		meta.RemoveStatusCondition(&status.Conditions, apicommon.ConditionTopologyLevelsUnavailable)
 	} else {
-		c := packing.LevelsUnavailableCondition(st.topology.name, st.topology.found, st.topology.translated.MissingDomains)
+		c := packing.LevelsUnavailableCondition(!st.topology.disabled, st.topology.name, st.topology.found, st.topology.translated.MissingDomains)
 		common.SetCondition(&status.Conditions, c, st.stored.Generation)
 	}
 	setGangSchedulingCondition(&status.Conditions, st)
