@@ -81,8 +81,12 @@ test: k8s-bins build kwok ## Unit and integration tests against a real etcd + ku
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	cd e2e/bench/gangwatch && $(GO) test ./...
 
+.PHONY: prometheus
+prometheus: ## Install Prometheus (Debian's package) when missing: the metrics scenario scrapes both programs with it.
+	@command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; }
+
 .PHONY: e2e
-e2e: k8s-bins build kwok ## End-to-end scenarios: operator and scheduler as processes, kwok nodes.
+e2e: k8s-bins build kwok prometheus ## End-to-end scenarios: operator and scheduler as processes, kwok nodes, a real Prometheus.
 	$(GO) test -tags e2e -timeout 40m -count=1 ./e2e/scenarios/...
 
 .PHONY: test-unit

@@ -92,6 +92,7 @@ type Env struct {
 	webhookPort         int
 	webhookCA           []byte
 	schedulerSecurePort int
+	operatorMetricsAddr string
 
 	// Kubeconfigs of the programs' ServiceAccounts.
 	operatorKubeconfig, schedulerKubeconfig string
@@ -226,6 +227,7 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 		e.opts.OperatorConfig(cfg)
 	}
 	e.operatorHealthAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort))
+	e.operatorMetricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Server.Metrics.Port))
 	cfg.APIVersion, cfg.Kind = configv1alpha1.SchemeGroupVersion.String(), "OperatorConfiguration"
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
@@ -455,4 +457,13 @@ func (e *Env) CreateNodes(ctx context.Context, f Fabric, shape map[corev1.Resour
 		}
 	}
 	return names, nil
+}
+
+// OperatorMetricsAddr is host:port of grove-operator's HTTPS /metrics (authenticated and
+// authorised: it needs a bearer token allowed GET /metrics).
+func (e *Env) OperatorMetricsAddr() string { return e.operatorMetricsAddr }
+
+// SchedulerMetricsAddr is host:port of grove-scheduler's HTTPS /metrics.
+func (e *Env) SchedulerMetricsAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.schedulerSecurePort))
 }

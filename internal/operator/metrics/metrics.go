@@ -149,6 +149,16 @@ func conditionValue(c *metav1.Condition) string {
 // Register adds grove-operator's metrics to controller-runtime's registry; the state gauges
 // read through c (the manager's cache).
 func Register(c client.Reader) error {
+	// Every series a dashboard panel sums exists from the start, at 0.
+	for _, r := range []string{DeleteScaleIn, DeleteUpdate, DeleteCliqueDeleted} {
+		PodsDeleted.WithLabelValues(r)
+	}
+	for _, sc := range []string{ScopeReplica, ScopeScalingGroup} {
+		GangTerminations.WithLabelValues(sc)
+	}
+	for _, c := range []string{"podcliqueset", "podclique"} {
+		ReconcileErrors.WithLabelValues(c, "reconcile")
+	}
 	for _, col := range []prometheus.Collector{PodsCreated, PodsDeleted, GatesLifted, GatedSeconds, GangTerminations, ReconcileErrors, stateCollector{c}} {
 		if err := ctrlmetrics.Registry.Register(col); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
