@@ -369,7 +369,7 @@ func TestHostilePodCliqueSetsAreRejectedOrRun(t *testing.T) {
 
 	pending := accepted
 	var why map[string]string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
 		why = map[string]string{}
 		var still []*corev1alpha1.PodCliqueSet
 		for _, pcs := range pending {

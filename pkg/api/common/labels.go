@@ -121,6 +121,9 @@ const (
 	ConditionGangTerminationInProgress = "GangTerminationInProgress"
 	ConditionSchedulerTopologyDrift    = "SchedulerTopologyDrift"
 	ConditionGangSchedulingUnavailable = "GangSchedulingUnavailable"
+	// ConditionPriorityClassNotFound on a PodCliqueSet is True while a PriorityClass its pods
+	// name does not exist: the apiserver refuses those pods until it is created.
+	ConditionPriorityClassNotFound = "PriorityClassNotFound"
 
 	ReasonInsufficientReadyPods      = "InsufficientReadyPods"
 	ReasonSufficientReadyPods        = "SufficientReadyPods"
@@ -149,6 +152,10 @@ const (
 	// is being recreated because a PodClique of it stayed below minAvailable for terminationDelay.
 	ReasonPodCliqueSetReplicaRecreating = "PodCliqueSetReplicaRecreating"
 	ReasonPodCliqueSetReplicaRecreated  = "PodCliqueSetReplicaRecreated"
+
+	// Reasons of ConditionPriorityClassNotFound (the first is also the event's reason).
+	ReasonPriorityClassNotFound = "PriorityClassNotFound"
+	ReasonPriorityClassesFound  = "PriorityClassesFound"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"

@@ -34,6 +34,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 		return err
 	}
 	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
+	r.recordPriorityClassEvent(st, &status)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}
@@ -135,6 +136,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		common.SetCondition(&status.Conditions, c, st.stored.Generation)
 	}
 	setGangSchedulingCondition(&status.Conditions, st)
+	setPriorityClassCondition(&status.Conditions, st)
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
 }
