@@ -141,7 +141,9 @@ func hostileMutations() []mutation {
 		{"init container without image", onClique(2, func(c *corev1alpha1.PodCliqueTemplateSpec) {
 			c.Spec.PodSpec.InitContainers = []corev1.Container{{Name: "init"}}
 		})},
-		{"restartPolicy OnFailure", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyOnFailure })},
+		{"restartPolicy OnFailure", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) {
+			c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyOnFailure
+		})},
 		{"restartPolicy Never", onClique(1, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyNever })},
 		{"unknown dnsPolicy", onClique(2, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.DNSPolicy = "Sometimes" })},
 		{"unknown imagePullPolicy", onContainer(1, func(c *corev1.Container) { c.ImagePullPolicy = "Maybe" })},
