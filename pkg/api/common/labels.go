@@ -124,6 +124,9 @@ const (
 	// ConditionPriorityClassNotFound on a PodCliqueSet is True while a PriorityClass its pods
 	// name does not exist: the apiserver refuses those pods until it is created.
 	ConditionPriorityClassNotFound = "PriorityClassNotFound"
+	// ConditionPodGangConflict on a PodCliqueSet is True while an object grove-operator does not
+	// own holds the name of one of its PodGangs.
+	ConditionPodGangConflict = "PodGangConflict"
 
 	ReasonInsufficientReadyPods      = "InsufficientReadyPods"
 	ReasonSufficientReadyPods        = "SufficientReadyPods"
@@ -156,6 +159,10 @@ const (
 	// Reasons of ConditionPriorityClassNotFound (the first is also the event's reason).
 	ReasonPriorityClassNotFound = "PriorityClassNotFound"
 	ReasonPriorityClassesFound  = "PriorityClassesFound"
+
+	// Reasons of ConditionPodGangConflict (the first is also the event's reason).
+	ReasonPodGangNameTaken  = "PodGangNameTaken"
+	ReasonPodGangNamesOwned = "PodGangNamesOwned"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"

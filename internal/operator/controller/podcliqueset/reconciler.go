@@ -60,6 +60,9 @@ type state struct {
 	topology *topologyState
 	// missingPriorityClasses are the PriorityClasses the pods name that do not exist.
 	missingPriorityClasses []string
+	// podGangConflicts describe PodGangs whose names are held by objects not owned by this
+	// PodCliqueSet.
+	podGangConflicts []string
 	// requeue is when the reconcile must run again without an event (a pending breach expires).
 	requeue time.Duration
 }

@@ -34,7 +34,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 		return err
 	}
 	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
-	r.recordPriorityClassEvent(st, &status)
+	r.recordConditionEvents(st, &status)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}
@@ -137,6 +137,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	}
 	setGangSchedulingCondition(&status.Conditions, st)
 	setPriorityClassCondition(&status.Conditions, st)
+	setPodGangConflictCondition(&status.Conditions, st)
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
 }

@@ -74,17 +74,36 @@ func setPriorityClassCondition(conditions *[]metav1.Condition, st *state) {
 	common.SetCondition(conditions, c, st.stored.Generation)
 }
 
-// recordPriorityClassEvent emits a warning event when the PriorityClass condition starts
-// reporting (other) missing classes.
-func (r *Reconciler) recordPriorityClassEvent(st *state, status *corev1alpha1.PodCliqueSetStatus) {
-	now := meta.FindStatusCondition(status.Conditions, apicommon.ConditionPriorityClassNotFound)
-	if now == nil || now.Status != metav1.ConditionTrue {
+// setPodGangConflictCondition reports PodGang names held by objects the PodCliqueSet does not
+// own; without a conflict, ever, there is no condition.
+func setPodGangConflictCondition(conditions *[]metav1.Condition, st *state) {
+	c := metav1.Condition{Type: apicommon.ConditionPodGangConflict, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonPodGangNamesOwned, Message: "every PodGang name is free or held by this PodCliqueSet"}
+	if len(st.podGangConflicts) > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonPodGangNameTaken
+		c.Message = strings.Join(st.podGangConflicts, "; ") + ": delete or rename it; its pods stay gated until then"
+	} else if meta.FindStatusCondition(*conditions, c.Type) == nil {
 		return
 	}
-	if prev := meta.FindStatusCondition(st.stored.Status.Conditions, now.Type); prev != nil && prev.Status == now.Status && prev.Message == now.Message {
-		return
+	common.SetCondition(conditions, c, st.stored.Generation)
+}
+
+// recordConditionEvents emits a warning event when a problem condition starts reporting (or
+// changes what it reports).
+func (r *Reconciler) recordConditionEvents(st *state, status *corev1alpha1.PodCliqueSetStatus) {
+	for _, ev := range []struct{ condition, action string }{
+		{apicommon.ConditionPriorityClassNotFound, "CreatePods"},
+		{apicommon.ConditionPodGangConflict, "CreatePodGang"},
+	} {
+		now := meta.FindStatusCondition(status.Conditions, ev.condition)
+		if now == nil || now.Status != metav1.ConditionTrue {
+			continue
+		}
+		if prev := meta.FindStatusCondition(st.stored.Status.Conditions, now.Type); prev != nil && prev.Status == now.Status && prev.Message == now.Message {
+			continue
+		}
+		r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, now.Reason, ev.action, "%s", now.Message)
 	}
-	r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, apicommon.ReasonPriorityClassNotFound, "CreatePods", "%s", now.Message)
 }
 
 // podCliqueSetsOfPriorityClass maps a PriorityClass to the PodCliqueSets whose pods name it.
