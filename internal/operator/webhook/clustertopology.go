@@ -14,7 +14,7 @@ import (
 
 const kindClusterTopology = "ClusterTopology"
 
-// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-clustertopology,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=clustertopologies,verbs=create;update,versions=v1alpha1,name=clustertopology.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system
+// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-clustertopology,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=clustertopologies,verbs=create;update,versions=v1alpha1,name=clustertopology.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation == 'CREATE' || (!has(object.metadata.deletionTimestamp) && object.spec != oldObject.spec)"}]}`
 
 // ClusterTopologyValidator admits ClusterTopologies: unique domains and keys, and scheduler
 // references only to enabled topology-aware backends, each at most once.

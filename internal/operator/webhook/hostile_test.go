@@ -141,7 +141,9 @@ func hostileMutations() []mutation {
 		{"init container without image", onClique(2, func(c *corev1alpha1.PodCliqueTemplateSpec) {
 			c.Spec.PodSpec.InitContainers = []corev1.Container{{Name: "init"}}
 		})},
-		{"restartPolicy OnFailure", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyOnFailure })},
+		{"restartPolicy OnFailure", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) {
+			c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyOnFailure
+		})},
 		{"restartPolicy Never", onClique(1, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.RestartPolicy = corev1.RestartPolicyNever })},
 		{"unknown dnsPolicy", onClique(2, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.DNSPolicy = "Sometimes" })},
 		{"unknown imagePullPolicy", onContainer(1, func(c *corev1.Container) { c.ImagePullPolicy = "Maybe" })},
@@ -369,7 +371,7 @@ func TestHostilePodCliqueSetsAreRejectedOrRun(t *testing.T) {
 
 	pending := accepted
 	var why map[string]string
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
 		why = map[string]string{}
 		var still []*corev1alpha1.PodCliqueSet
 		for _, pcs := range pending {

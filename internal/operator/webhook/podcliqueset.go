@@ -18,7 +18,7 @@ import (
 
 const kindPodCliqueSet = "PodCliqueSet"
 
-// +kubebuilder:webhook:path=/mutate-grove-io-v1alpha1-podcliqueset,mutating=true,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=podcliquesets,verbs=create;update,versions=v1alpha1,name=pcs.defaulting.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system
+// +kubebuilder:webhook:path=/mutate-grove-io-v1alpha1-podcliqueset,mutating=true,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=podcliquesets,verbs=create;update,versions=v1alpha1,name=pcs.defaulting.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation == 'CREATE' || (!has(object.metadata.deletionTimestamp) && object.spec != oldObject.spec)"}]}`
 
 // PodCliqueSetDefaulter applies corev1alpha1.SetDefaultsPodCliqueSet.
 type PodCliqueSetDefaulter struct{}
@@ -51,7 +51,7 @@ func (PodCliqueSetDefaulter) Default(_ context.Context, pcs *corev1alpha1.PodCli
 	return nil
 }
 
-// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-podcliqueset,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=podcliquesets,verbs=create;update,versions=v1alpha1,name=pcs.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system
+// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-podcliqueset,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=podcliquesets,verbs=create;update,versions=v1alpha1,name=pcs.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation == 'CREATE' || (!has(object.metadata.deletionTimestamp) && object.spec != oldObject.spec)"}]}`
 
 // PodCliqueSetValidator admits PodCliqueSets: the object's own rules, topology constraints
 // against their ClusterTopology (on create; constraints are immutable afterwards), and the

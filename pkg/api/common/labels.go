@@ -138,6 +138,13 @@ const (
 	// are scheduled and every replica is available (`kubectl wait --for=condition=Ready pcs/x`).
 	ConditionReady = "Ready"
 
+	// ConditionPriorityClassNotFound on a PodCliqueSet is True while a PriorityClass its pods
+	// name does not exist: the apiserver refuses those pods until it is created.
+	ConditionPriorityClassNotFound = "PriorityClassNotFound"
+	// ConditionPodGangConflict on a PodCliqueSet is True while an object grove-operator does not
+	// own holds the name of one of its PodGangs.
+	ConditionPodGangConflict = "PodGangConflict"
+
 	ReasonInsufficientReadyPods     = "InsufficientReadyPods"
 	ReasonSufficientReadyPods       = "SufficientReadyPods"
 	ReasonInsufficientScheduledPods = "InsufficientScheduledPods"
@@ -177,6 +184,14 @@ const (
 	ReasonPodGangNotScheduled  = "PodGangNotScheduled"
 	ReasonReplicasUnavailable  = "ReplicasUnavailable"
 	ReasonPodCliqueSetDeleting = "Deleting"
+
+	// Reasons of ConditionPriorityClassNotFound (the first is also the event's reason).
+	ReasonPriorityClassNotFound = "PriorityClassNotFound"
+	ReasonPriorityClassesFound  = "PriorityClassesFound"
+
+	// Reasons of ConditionPodGangConflict (the first is also the event's reason).
+	ReasonPodGangNameTaken  = "PodGangNameTaken"
+	ReasonPodGangNamesOwned = "PodGangNamesOwned"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"

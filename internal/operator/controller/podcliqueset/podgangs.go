@@ -7,6 +7,8 @@ import (
 	"maps"
 	"strings"
 
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,6 +126,9 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	}
 
 	if pg == nil {
+		if taken, err := c.nameTaken(ctx, st, g.name); err != nil || taken {
+			return err
+		}
 		pg = &schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{
 			Name: g.name, Namespace: st.pcs.Namespace, Labels: labels, Annotations: emptyToNil(annotations)}, Spec: g.spec}
 		if err := controllerutil.SetControllerReference(st.stored, pg, c.r.Client.Scheme()); err != nil {
@@ -254,3 +259,30 @@ func emptyToNil(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// nameTaken reports whether an object this PodCliqueSet does not control holds the PodGang's
+// name. Creating it would fail forever with AlreadyExists while its pods stay gated, so the
+// conflict is reported on the PodCliqueSet (condition and event naming the holder) and checked
+// again shortly: deleting the foreign object sends no event this controller sees.
+func (c *podGangs) nameTaken(ctx context.Context, st *state, name string) (bool, error) {
+	other := &schedv1alpha1.PodGang{}
+	err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: st.pcs.Namespace, Name: name}, other)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	case metav1.IsControlledBy(other, st.stored):
+		return false, nil
+	}
+	holder := "no controller"
+	if ref := metav1.GetControllerOf(other); ref != nil {
+		holder = fmt.Sprintf("controlled by %s %s", ref.Kind, ref.Name)
+	}
+	st.podGangConflicts = append(st.podGangConflicts, fmt.Sprintf("PodGang %s/%s already exists (%s)", other.Namespace, other.Name, holder))
+	st.requeueAfter(podGangConflictRecheck)
+	return true, nil
+}
+
+// podGangConflictRecheck is how often a PodGang name held by a foreign object is looked at again.
+const podGangConflictRecheck = 10 * time.Second

@@ -60,6 +60,11 @@ type state struct {
 	backendErrs field.ErrorList
 	// topology is set when topology-aware scheduling applies to this PodCliqueSet.
 	topology *topologyState
+	// missingPriorityClasses are the PriorityClasses the pods name that do not exist.
+	missingPriorityClasses []string
+	// podGangConflicts describe PodGangs whose names are held by objects not owned by this
+	// PodCliqueSet.
+	podGangConflicts []string
 	// requeue is when the reconcile must run again without an event (a pending breach expires).
 	requeue time.Duration
 }
@@ -120,6 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)
 	if err := r.resolveTopology(ctx, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.resolvePriorityClasses(ctx, st); err != nil {
 		return reconcile.Result{}, err
 	}
 	syncErr := component.SyncAll(ctx, st, r.components()...)

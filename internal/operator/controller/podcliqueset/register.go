@@ -8,6 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,9 @@ const ControllerName = "podcliqueset"
 // IndexTopologyName indexes PodCliqueSets by the ClusterTopology their constraints refer to.
 const IndexTopologyName = "grove.io/topologyName"
 
+// IndexPriorityClassName indexes PodCliqueSets by the PriorityClasses their pods name.
+const IndexPriorityClassName = "grove.io/priorityClassName"
+
 // SetupWithManager registers the controller and its watches:
 //   - PodCliqueSets: spec (generation) and deletion;
 //   - PodCliques and PodCliqueScalingGroups of the PodCliqueSet (members of scaling groups
@@ -40,7 +45,8 @@ const IndexTopologyName = "grove.io/topologyName"
 //   - owned PodGangs, HorizontalPodAutoscalers, Services, ServiceAccounts, Roles,
 //     RoleBindings: deletion and spec drift;
 //   - owned ResourceClaims: deletion;
-//   - ClusterTopologies: the PodCliqueSets whose constraints name them.
+//   - ClusterTopologies: the PodCliqueSets whose constraints name them;
+//   - PriorityClasses: creation and deletion, for the PodCliqueSets whose pods name them.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexTopologyName, func(obj client.Object) []string {
 		pcs, ok := obj.(*corev1alpha1.PodCliqueSet)
@@ -49,6 +55,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}
 		if name := packing.NameOf(&pcs.Spec.Template); name != "" {
 			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexPriorityClassName, func(obj client.Object) []string {
+		if pcs, ok := obj.(*corev1alpha1.PodCliqueSet); ok {
+			return priorityClassNames(pcs)
 		}
 		return nil
 	}); err != nil {
@@ -86,6 +100,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&rbacv1.RoleBinding{}, deletion).
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfTopology)).
+		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfPriorityClass),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Complete(r)
 }
 

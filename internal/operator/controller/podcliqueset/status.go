@@ -37,6 +37,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	if err := r.setReadiness(ctx, st, &status, pclqs.Items); err != nil {
 		return err
 	}
+
+	r.recordConditionEvents(st, &status)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}
@@ -138,6 +140,8 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		common.SetCondition(&status.Conditions, c, st.stored.Generation)
 	}
 	setGangSchedulingCondition(&status.Conditions, st)
+	setPriorityClassCondition(&status.Conditions, st)
+	setPodGangConflictCondition(&status.Conditions, st)
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
 }
