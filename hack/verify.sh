@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(pkg/api config/crd config/webhook)
+generated=(pkg/api config/crd config/webhook charts/grove/files/crds)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -42,6 +42,10 @@ if [[ -d ../shared/thirdparty-crds ]]; then
   if ! diff -r ../shared/thirdparty-crds config/thirdparty-crds >/dev/null; then
     echo "config/thirdparty-crds differs from ../shared/thirdparty-crds: copy them again"; status=1
   fi
+fi
+# One source of truth for installs: the Helm chart renders exactly config/default.
+if ! go test -count=1 -run 'TestChartMatchesConfigDefault|TestChartCRDsAreConfigCRDs' ./charts/ >"$tmp/chart" 2>&1; then
+  echo "charts/grove and config/default disagree:"; tail -60 "$tmp/chart"; status=1
 fi
 [[ $status -eq 0 ]] && echo "verify: generated files, go.mod and formatting are up to date"
 exit $status
