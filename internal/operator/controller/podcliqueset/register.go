@@ -7,9 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,8 +41,9 @@ const IndexPriorityClassName = "grove.io/priorityClassName"
 //   - PodCliques and PodCliqueScalingGroups of the PodCliqueSet (members of scaling groups
 //     included): existence, spec (scale subresources) and status;
 //   - pods of the PodCliqueSet: existence, labels and deletion (PodGang membership);
-//   - owned PodGangs, HorizontalPodAutoscalers, Services, ServiceAccounts, Roles,
-//     RoleBindings: deletion and spec drift;
+//   - owned PodGangs: deletion, spec drift and status (status.podGangStatuses);
+//   - owned HorizontalPodAutoscalers, Services, ServiceAccounts, Roles, RoleBindings:
+//     deletion and spec drift;
 //   - owned ResourceClaims: deletion;
 //   - ClusterTopologies: the PodCliqueSets whose constraints name them;
 //   - PriorityClasses: creation and deletion, for the PodCliqueSets whose pods name them.
@@ -86,12 +86,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			common.StatusChanged[*corev1alpha1.PodCliqueScalingGroup]{Status: func(p *corev1alpha1.PodCliqueScalingGroup) any { return p.Status }}))).
 		Watches(&corev1.Pod{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.LabelChangedPredicate{}, common.DeletionChanged{}, podPhaseEnded{}))).
-		// PodGang status feeds the Ready condition (gangScheduled reads these fields).
+		// PodGang status feeds the Ready condition and status.podGangStatuses.
 		Owns(&schedv1alpha1.PodGang{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
-			common.StatusChanged[*schedv1alpha1.PodGang]{Status: func(g *schedv1alpha1.PodGang) any {
-				return apimeta.FindStatusCondition(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
-			}}))).
+			predicate.GenerationChangedPredicate{}, common.DeletionChanged{}, podGangStatusChanged))).
 		Owns(&corev1.Service{}, deletion).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, driftOrDeletion).
 		Owns(&corev1.ServiceAccount{}, deletion).
@@ -139,4 +136,16 @@ func (podPhaseEnded) Update(e event.UpdateEvent) bool {
 	n, ok2 := e.ObjectNew.(*corev1.Pod)
 	return ok1 && ok2 && o.Status.Phase != n.Status.Phase &&
 		(n.Status.Phase == corev1.PodSucceeded || n.Status.Phase == corev1.PodFailed)
+}
+
+// podGangStatusChanged passes PodGang updates that change its phase or conditions.
+var podGangStatusChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*schedv1alpha1.PodGang)
+		n, ok2 := e.ObjectNew.(*schedv1alpha1.PodGang)
+		return ok1 && ok2 && (o.Status.Phase != n.Status.Phase || !equality.Semantic.DeepEqual(o.Status.Conditions, n.Status.Conditions))
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,6 +17,7 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
@@ -39,12 +41,32 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	}
 
 	r.recordConditionEvents(st, &status)
+	gangs := &schedv1alpha1.PodGangList{}
+	if err := r.Client.List(ctx, gangs, ns, selector); err != nil {
+		return err
+	}
+	status.PodGangStatutes = podGangStatuses(st.stored, gangs.Items)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}
 	patch := client.MergeFrom(st.stored.DeepCopy())
 	st.stored.Status = status
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, st.stored, patch))
+}
+
+// podGangStatuses summarises the PodCliqueSet's PodGangs (upstream Grove's
+// status.podGangStatuses), sorted by name.
+func podGangStatuses(pcs *corev1alpha1.PodCliqueSet, gangs []schedv1alpha1.PodGang) []corev1alpha1.PodGangStatus {
+	var out []corev1alpha1.PodGangStatus
+	for i := range gangs {
+		g := &gangs[i]
+		if !metav1.IsControlledBy(g, pcs) || common.IsTerminating(g) {
+			continue
+		}
+		out = append(out, corev1alpha1.PodGangStatus{Name: g.Name, Phase: string(g.Status.Phase), Conditions: slices.Clone(g.Status.Conditions)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // computeStatus derives the PodCliqueSet status from its PodCliques and scaling groups. A
