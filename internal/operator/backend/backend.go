@@ -114,5 +114,13 @@ type InitContext struct {
 	Config json.RawMessage
 }
 
+// Reader is APIReader, or Client when there is none (tests that give a backend one client).
+func (ic InitContext) Reader() client.Reader {
+	if ic.APIReader != nil {
+		return ic.APIReader
+	}
+	return ic.Client
+}
+
 // Factory builds a backend.
 type Factory func() Backend

@@ -96,11 +96,7 @@ func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid kai-scheduler config: %w", err)
 	}
-	b.cfg, b.client, b.log = cfg, ic.Client, ic.Logger
-	b.reader = ic.APIReader
-	if b.reader == nil {
-		b.reader = ic.Client
-	}
+	b.cfg, b.client, b.reader, b.log = cfg, ic.Client, ic.Reader(), ic.Logger
 	if ic.Discovery != nil {
 		has, err := podGroupHasStalenessGracePeriod(ic.Discovery)
 		if err != nil {

@@ -85,11 +85,7 @@ func (b *Backend) Init(ctx context.Context, ic backend.InitContext) error {
 	if err := backend.DecodeConfig(ic.Config, &cfg); err != nil {
 		return err
 	}
-	b.client, b.log = ic.Client, ic.Logger
-	b.reader = ic.APIReader
-	if b.reader == nil {
-		b.reader = ic.Client
-	}
+	b.client, b.reader, b.log = ic.Client, ic.Reader(), ic.Logger
 	if ic.Discovery == nil {
 		// Only backends built without a cluster (admission unit tests) get here; grove-operator
 		// always passes a discovery client.
