@@ -93,6 +93,7 @@ func TestTopologyTranslationAndConditionLifecycle(t *testing.T) {
 		assert.NotContains(c, base.Annotations, apicommon.AnnotationTopologyName)
 	})
 	assert.Len(t, e.pods(""), 7, "running pods are never evicted for this")
+	assert.Positive(t, e.eventCount(apicommon.ReasonClusterTopologyNotFound), "an event says the constraints are no longer enforced")
 
 	e.create(&corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: ctName}, Spec: corev1alpha1.ClusterTopologySpec{Levels: levels("zone", "rack")}})
 	e.eventually(func(c *assert.CollectT) {
@@ -109,6 +110,7 @@ func TestTopologyTranslationAndConditionLifecycle(t *testing.T) {
 		}
 		assert.Nil(c, base.Spec.PodGroups[1].TopologyConstraint, "host does not resolve: the prefill constraint is dropped")
 	})
+	assert.Positive(t, e.eventCount(apicommon.ReasonTopologyLevelsUnavailable), "an event names the missing level")
 
 	current := &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: ctName}}
 	e.update(current, func() { current.Spec.Levels = levels("zone", "rack", "host") })

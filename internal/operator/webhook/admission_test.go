@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,4 +139,37 @@ func TestTerminationDelayErrorsNameTheField(t *testing.T) {
 	require.NoError(t, createRaw(t, e.client, ns, "delay-ok", func(o map[string]any) {
 		o["spec"].(map[string]any)["template"].(map[string]any)["terminationDelay"] = "1h30m"
 	}))
+}
+
+// TestRemovingARequiredTopologyLevelWarns: removing a level that a PodCliqueSet packs by is
+// allowed (its constraints degrade), but the admission warning names the PodCliqueSet.
+func TestRemovingARequiredTopologyLevelWarns(t *testing.T) {
+	e := sharedEnv(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	ct := &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: "levels-" + ns}, Spec: corev1alpha1.ClusterTopologySpec{
+		Levels: []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "example.com/zone"}, {Domain: "rack", Key: "example.com/rack"}, {Domain: "host", Key: "kubernetes.io/hostname"}},
+	}}
+	require.NoError(t, e.client.Create(ctx, ct))
+	t.Cleanup(func() { _ = e.client.Delete(context.Background(), ct) })
+	pcs := newPCS(ns, "packed")
+	pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: ct.Name, PackDomain: "rack"}
+	require.NoError(t, e.client.Create(ctx, pcs))
+
+	// Removing a level nobody uses says nothing about this PodCliqueSet.
+	ct.Spec.Levels = []corev1alpha1.TopologyLevel{ct.Spec.Levels[1], ct.Spec.Levels[2]}
+	require.NoError(t, e.client.Update(ctx, ct))
+	for _, w := range e.warnings.Take() {
+		assert.NotContains(t, w, ns+"/packed")
+	}
+
+	ct.Spec.Levels = []corev1alpha1.TopologyLevel{ct.Spec.Levels[1]}
+	require.NoError(t, e.client.Update(ctx, ct), "removing a level is allowed")
+	var found bool
+	for _, w := range e.warnings.Take() {
+		if strings.Contains(w, "PodCliqueSet "+ns+"/packed packs by rack") {
+			found = true
+		}
+	}
+	assert.True(t, found, "the warning names the PodCliqueSet and the level")
 }

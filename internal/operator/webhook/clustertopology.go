@@ -2,12 +2,16 @@ package webhook
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/packing"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/api/core/validation"
 )
@@ -20,6 +24,8 @@ const kindClusterTopology = "ClusterTopology"
 // references only to enabled topology-aware backends, each at most once.
 type ClusterTopologyValidator struct {
 	Backends *backend.Registry
+	// Reader lists the PodCliqueSets a change affects (warnings only); nil skips the warnings.
+	Reader client.Reader
 }
 
 var _ admission.Validator[*corev1alpha1.ClusterTopology] = &ClusterTopologyValidator{}
@@ -29,13 +35,49 @@ func (v *ClusterTopologyValidator) ValidateCreate(_ context.Context, ct *corev1a
 	return nil, admissionError(kindClusterTopology, ct.Name, validation.ValidateClusterTopology(ct, v.topologyAwareSchedulers()))
 }
 
-// ValidateUpdate admits a change to a ClusterTopology.
-func (v *ClusterTopologyValidator) ValidateUpdate(_ context.Context, oldCT, newCT *corev1alpha1.ClusterTopology) (admission.Warnings, error) {
+// ValidateUpdate admits a change to a ClusterTopology. Removing a level that PodCliqueSets
+// require is allowed (their constraints degrade, and their TopologyLevelsUnavailable condition
+// says so), but the admission warning names them so whoever removes it knows.
+func (v *ClusterTopologyValidator) ValidateUpdate(ctx context.Context, oldCT, newCT *corev1alpha1.ClusterTopology) (admission.Warnings, error) {
 	// Metadata-only changes (the controller's finalizer) and deletions are never blocked.
 	if newCT.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldCT.Spec, newCT.Spec) {
 		return nil, nil
 	}
-	return nil, admissionError(kindClusterTopology, newCT.Name, validation.ValidateClusterTopologyUpdate(newCT, oldCT, v.topologyAwareSchedulers()))
+	errs := validation.ValidateClusterTopologyUpdate(newCT, oldCT, v.topologyAwareSchedulers())
+	if len(errs) > 0 {
+		return nil, admissionError(kindClusterTopology, newCT.Name, errs)
+	}
+	return v.affected(ctx, oldCT, newCT), nil
+}
+
+// affected warns about the PodCliqueSets whose constraints use a level the update removes.
+func (v *ClusterTopologyValidator) affected(ctx context.Context, oldCT, newCT *corev1alpha1.ClusterTopology) admission.Warnings {
+	if v.Reader == nil {
+		return nil
+	}
+	list := &corev1alpha1.PodCliqueSetList{}
+	if err := v.Reader.List(ctx, list); err != nil {
+		return admission.Warnings{fmt.Sprintf("could not check which PodCliqueSets use ClusterTopology %s: %v", newCT.Name, err)}
+	}
+	var warnings admission.Warnings
+	for i := range list.Items {
+		t := &list.Items[i].Spec.Template
+		if !packing.HasConstraints(t) || packing.NameOf(t) != newCT.Name {
+			continue
+		}
+		before := packing.Translate(t, oldCT.Spec.Levels).MissingDomains
+		var lost []string
+		for _, d := range packing.Translate(t, newCT.Spec.Levels).MissingDomains {
+			if !slices.Contains(before, d) {
+				lost = append(lost, string(d))
+			}
+		}
+		if len(lost) > 0 {
+			warnings = append(warnings, fmt.Sprintf("PodCliqueSet %s/%s packs by %s, which this change removes: those constraints will no longer be enforced",
+				list.Items[i].Namespace, list.Items[i].Name, strings.Join(lost, ", ")))
+		}
+	}
+	return warnings
 }
 
 // ValidateDelete admits every deletion.

@@ -57,7 +57,7 @@ func Register(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("registering the PodCliqueSet webhooks: %w", err)
 	}
 	err = builder.WebhookManagedBy(mgr, &corev1alpha1.ClusterTopology{}).
-		WithValidator(&ClusterTopologyValidator{Backends: opts.Backends}).
+		WithValidator(&ClusterTopologyValidator{Backends: opts.Backends, Reader: opts.Reader}).
 		WithValidatorCustomPath(PathValidateClusterTopology).
 		Complete()
 	if err != nil {

@@ -94,6 +94,8 @@ func (r *Reconciler) recordConditionEvents(st *state, status *corev1alpha1.PodCl
 	for _, ev := range []struct{ condition, action string }{
 		{apicommon.ConditionPriorityClassNotFound, "CreatePods"},
 		{apicommon.ConditionPodGangConflict, "CreatePodGang"},
+		// Required constraints degraded: a level or the whole ClusterTopology went away.
+		{apicommon.ConditionTopologyLevelsUnavailable, "TranslateTopology"},
 	} {
 		now := meta.FindStatusCondition(status.Conditions, ev.condition)
 		if now == nil || now.Status != metav1.ConditionTrue {
