@@ -192,7 +192,12 @@ func TestValuesReachTheObjects(t *testing.T) {
 	assert.EqualValues(t, "debug", cfg.LogLevel)
 	assert.EqualValues(t, "text", cfg.LogFormat)
 	assert.EqualValues(t, "kai-scheduler", cfg.Scheduler.DefaultProfileName)
-	assert.Len(t, cfg.Scheduler.Profiles, 2)
+	var profiles []string
+	for _, p := range cfg.Scheduler.Profiles {
+		profiles = append(profiles, string(p.Name))
+	}
+	// The two chosen, plus default-scheduler, which the operator always enables.
+	assert.ElementsMatch(t, []string{"kai-scheduler", "grove-scheduler", "default-scheduler"}, profiles)
 	assert.False(t, cfg.TopologyAwareScheduling.Enabled)
 	assert.Equal(t, "registry.example.com/ml/grove-operator:v9.9.9", cfg.StartupWaiter.Image, "the startup waiter is the operator's image")
 	assert.Equal(t, namespace, cfg.Server.Webhooks.Namespace)
