@@ -52,7 +52,9 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 		if w.Priority == prio && !p.queuedBefore(w.Key, key) {
 			continue
 		}
-		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff {
+		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
+			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
+			// another scheduler places): waiting on it could wait forever.
 			continue
 		}
 		if checked++; checked > aheadChecked {
