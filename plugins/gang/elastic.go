@@ -25,6 +25,11 @@ import (
 // it may): a waiting quorum of the same or a higher priority that fits the cluster.
 func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
 	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key) {
+		if p.ledger.UnplaceableSince(w.Key).IsZero() || w.Gang.Quorum.Assumed() > 0 {
+			// Not (yet) found short of room by this scheduler — perhaps held out of the queue
+			// for another reason — or mid-attempt: waiting on it could wait forever.
+			continue
+		}
 		if p.nodesToReserve(w.Pod, w.Key, w.Gang, nodeInfos) == nil {
 			// Not even the empty nodes hold it: it cannot use the room now either.
 			continue
@@ -52,7 +57,9 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 		if w.Priority == prio && !p.queuedBefore(w.Key, key) {
 			continue
 		}
-		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff {
+		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 || p.ledger.UnplaceableSince(w.Key).IsZero() {
+			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
+			// another scheduler places): waiting on it could wait forever.
 			continue
 		}
 		if checked++; checked > aheadChecked {
