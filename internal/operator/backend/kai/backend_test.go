@@ -99,9 +99,9 @@ func TestQueueResolution(t *testing.T) {
 		{name: "cliques disagree", pcs: pcs(nil, map[string]string{q: "team-a"}, nil, map[string]string{q: "team-b"}),
 			wantFields: []string{"spec.template.cliques[2].labels[kai.scheduler/queue]"}, wantDetail: `different KAI queues ["team-a" "team-b"]`},
 		{name: "empty queue label", pcs: pcs(map[string]string{q: ""}), wantFields: []string{"metadata.labels[kai.scheduler/queue]"}},
-		{name: "PodCliqueSet domain over scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 3),
+		{name: "PodCliqueSet domain over scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 3), wantQueue: "team-a",
 			wantFields: []string{"spec.template.topologyConstraint.pack.required"}, wantDetail: `scaling group "g" has PodGangs beyond its minAvailable`},
-		{name: "PodCliqueSet domain, no scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 1)},
+		{name: "PodCliqueSet domain, no scaled PodGangs", pcs: replicaWide(pcs(map[string]string{q: "team-a"}, nil), 1), wantQueue: "team-a"},
 		{name: "queue that is no label value", pcs: annotated(pcs(nil, nil), map[string]string{q: "team a"}, -1, nil),
 			wantFields: []string{"metadata.annotations[kai.scheduler/queue]"}, wantDetail: "valid label value"},
 	}
