@@ -23,20 +23,16 @@ const maxReadyMessage = 1024
 
 // setReadiness rolls the PodCliqueSet's PodGangs up into status: the gang counts and the Ready
 // condition. It runs after computeStatus, whose availableReplicas it builds on.
-func (r *Reconciler) setReadiness(ctx context.Context, st *state, status *corev1alpha1.PodCliqueSetStatus, pclqs []corev1alpha1.PodClique) error {
+func (r *Reconciler) setReadiness(ctx context.Context, st *state, status *corev1alpha1.PodCliqueSetStatus, pclqs []corev1alpha1.PodClique, gangs []schedv1alpha1.PodGang) error {
 	ns, selector := client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
-	gangs := &schedv1alpha1.PodGangList{}
-	if err := r.Client.List(ctx, gangs, ns, selector); err != nil {
-		return err
-	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, ns, selector); err != nil {
 		return err
 	}
 	var owned []schedv1alpha1.PodGang
-	for i := range gangs.Items {
-		if metav1.IsControlledBy(&gangs.Items[i], st.stored) {
-			owned = append(owned, gangs.Items[i])
+	for i := range gangs {
+		if metav1.IsControlledBy(&gangs[i], st.stored) {
+			owned = append(owned, gangs[i])
 		}
 	}
 	cond, total, scheduled := readiness(st.pcs, status, owned, pods.Items, pclqs)

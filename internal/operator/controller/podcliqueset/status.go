@@ -35,16 +35,16 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	if err := r.Client.List(ctx, pcsgs, ns, selector); err != nil {
 		return err
 	}
-	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
-	if err := r.setReadiness(ctx, st, &status, pclqs.Items); err != nil {
-		return err
-	}
-
-	r.recordConditionEvents(st, &status)
+	// One read of the PodGangs feeds both the Ready roll-up and status.podGangStatuses.
 	gangs := &schedv1alpha1.PodGangList{}
 	if err := r.Client.List(ctx, gangs, ns, selector); err != nil {
 		return err
 	}
+	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
+	if err := r.setReadiness(ctx, st, &status, pclqs.Items, gangs.Items); err != nil {
+		return err
+	}
+	r.recordConditionEvents(st, &status)
 	status.PodGangStatutes = podGangStatuses(st.stored, gangs.Items)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
