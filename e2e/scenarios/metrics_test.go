@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -70,10 +69,9 @@ scrape_configs:
 `, token, env.OperatorMetricsAddr(), token, env.SchedulerMetricsAddr())
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o644))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := cluster.FreePort()
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
+	addr := "127.0.0.1:" + strconv.Itoa(port)
 	p, err := env.Cluster.StartProcess("prometheus", bin, []string{"--config.file=" + cfgPath,
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + addr}, nil)
 	require.NoError(t, err)

@@ -107,10 +107,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 	}
-	if err = c.startEtcd(ctx, binDir); err != nil {
+	if err = startRetryingPortRace(func() error { return c.startEtcd(ctx, binDir) }, func() *process { return c.etcd }); err != nil {
 		return c, err
 	}
-	if err = c.startAPIServer(ctx, binDir); err != nil {
+	if err = startRetryingPortRace(func() error { return c.startAPIServer(ctx, binDir) }, func() *process { return c.apiserver }); err != nil {
 		return c, err
 	}
 	if err = c.writePIDFile(); err != nil {
@@ -140,7 +140,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	// The controller-manager starts after the CRDs: its garbage collector discovers resources
 	// at start-up and otherwise only every 30 seconds.
 	if !opts.WithoutControllerManager {
-		if err = c.startControllerManager(ctx, binDir); err != nil {
+		if err = startRetryingPortRace(func() error { return c.startControllerManager(ctx, binDir) }, func() *process { return c.kcm }); err != nil {
 			return c, err
 		}
 		if err = c.writePIDFile(); err != nil {
@@ -150,21 +150,41 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	return c, nil
 }
 
+// startRetryingPortRace runs start up to three times while the process it started exits
+// because it lost its port to another process (see FreePort).
+func startRetryingPortRace(start func() error, started func() *process) error {
+	var err error
+	for range 3 {
+		if err = start(); err == nil || !lostPortRace(started()) {
+			return err
+		}
+		p := started()
+		_ = p.stop(5 * time.Second)
+		// The next attempt appends to the same log; keep the failed attempt's apart.
+		_ = os.Rename(p.log, p.log+".port-race")
+	}
+	return err
+}
+
 func (c *Cluster) startEtcd(ctx context.Context, binDir string) error {
 	path, err := requireBinary(binDir, "etcd")
 	if err != nil {
 		return err
 	}
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return err
 	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	// A retried start must not find a half-initialised member from the failed attempt.
+	if err := os.RemoveAll(filepath.Join(c.Dir, "etcd")); err != nil {
+		return err
+	}
 	c.etcd = &process{name: "etcd", path: path, log: filepath.Join(c.Dir, "etcd.log"), args: []string{
 		"--data-dir=" + filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
@@ -184,7 +204,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -269,7 +289,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}

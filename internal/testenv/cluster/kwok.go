@@ -121,7 +121,7 @@ func (c *Cluster) StartKwok(ctx context.Context) error {
 	if err := os.WriteFile(stagesFile, []byte(stages), 0o644); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}

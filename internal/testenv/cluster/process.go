@@ -3,11 +3,13 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -96,14 +98,61 @@ func (p *process) stop(grace time.Duration) error {
 	return nil
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
+// FreePort returns a loopback port that is free now, chosen below the kernel's ephemeral
+// range. A port taken from the ephemeral range (":0") can be handed to an outgoing
+// connection of another test process between our Close and the server's bind, which made
+// kube-apiserver fail with "address already in use" when test packages run in parallel.
+func FreePort() (int, error) {
+	low, _ := ephemeralRange()
+	// Up to 12000 ports just under the ephemeral range, never below 10000.
+	base := max(10000, low-12000)
+	span := low - base
+	if span > 0 {
+		for range 200 {
+			port := base + rand.IntN(span)
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+			if err != nil {
+				continue
+			}
+			_ = l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ephemeralRange reads the kernel's local port range, defaulting to Linux's.
+func ephemeralRange() (low, high int) {
+	low, high = 32768, 60999
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return low, high
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return low, high
+	}
+	l, err1 := strconv.Atoi(fields[0])
+	h, err2 := strconv.Atoi(fields[1])
+	if err1 != nil || err2 != nil {
+		return low, high
+	}
+	return l, h
+}
+
+// lostPortRace reports whether a process exited because another process took its port
+// between FreePort and its bind; the caller then starts it again on fresh ports.
+func lostPortRace(p *process) bool {
+	if p == nil || !p.exited() {
+		return false
+	}
+	data, err := os.ReadFile(p.log)
+	return err == nil && strings.Contains(string(data), "address already in use")
 }
 
 // processAlive reports whether a pid still exists (and is not a zombie we own).

@@ -225,15 +225,8 @@ func ServedCertificate(addr string) (*x509.Certificate, error) {
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a free TCP port on 127.0.0.1 (see cluster.FreePort).
+func FreePort() (int, error) { return cluster.FreePort() }
 
 // WarningRecorder collects the warnings the apiserver returns (admission webhook warnings).
 type WarningRecorder struct {

@@ -1,0 +1,61 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	low, _ := ephemeralRange()
+	for range 20 {
+		port, err := FreePort()
+		require.NoError(t, err)
+		require.Less(t, port, low, "a port from the ephemeral range can be taken by an outgoing connection before the server binds it")
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		require.NoError(t, err, "FreePort returned a port that is in use")
+		require.NoError(t, l.Close())
+	}
+}
+
+// A server that lost its port between FreePort and bind is started again; any other
+// failure is returned as it is.
+func TestStartRetriesOnlyALostPortRace(t *testing.T) {
+	dir := t.TempDir()
+	var p *process
+	run := func(script string) error {
+		p = &process{name: "server", path: "/bin/sh", args: []string{"-c", script}, log: filepath.Join(dir, "server.log")}
+		require.NoError(t, p.start())
+		select {
+		case <-p.done:
+			return fmt.Errorf("server exited")
+		case <-time.After(300 * time.Millisecond):
+			return nil
+		}
+	}
+	attempts := 0
+	lostOnce := func() error {
+		attempts++
+		if attempts == 1 {
+			// How kube-apiserver and etcd report a port taken before they bound it.
+			return run(`echo 'listen tcp 127.0.0.1:41709: bind: address already in use'; exit 1`)
+		}
+		return run("exec sleep 60")
+	}
+	require.NoError(t, startRetryingPortRace(lostOnce, func() *process { return p }))
+	require.Equal(t, 2, attempts)
+	require.NoError(t, p.stop(5*time.Second))
+
+	attempts = 0
+	otherFailure := func() error {
+		attempts++
+		return run("echo 'invalid flag'; exit 1")
+	}
+	require.Error(t, startRetryingPortRace(otherFailure, func() *process { return p }))
+	require.Equal(t, 1, attempts, "a failure other than a lost port is not retried")
+}
