@@ -24,9 +24,9 @@ if ! diff -q "$tmp/before/go.mod" go.mod >/dev/null || ! diff -q "$tmp/before/go
   echo "go.mod/go.sum are not tidy: run 'go mod tidy'"; diff "$tmp/before/go.mod" go.mod || true; status=1
 fi
 restore
-# Nested modules that make test builds (e2e/bench/compare/coscheduling is built only by make
+# Nested modules that make test and make lint build (e2e/bench/compare/coscheduling is built only by make
 # bench-compare: it pins Kubernetes 1.34 for scheduler-plugins).
-for m in e2e/bench/gangwatch; do
+for m in e2e/bench/gangwatch hack/tools/golangci-lint; do
   cp "$m/go.mod" "$tmp/nested.mod"; cp "$m/go.sum" "$tmp/nested.sum"
   (cd "$m" && go mod tidy)
   if ! diff -q "$tmp/nested.mod" "$m/go.mod" >/dev/null || ! diff -q "$tmp/nested.sum" "$m/go.sum" >/dev/null; then

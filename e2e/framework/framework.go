@@ -88,7 +88,6 @@ type Env struct {
 	operatorConfigPath  string
 	schedulerConfigPath string
 	operatorHealthAddr  string
-	schedulerHealthAddr string
 	webhookPort         int
 	webhookCA           []byte
 	schedulerSecurePort int

@@ -283,9 +283,9 @@ func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeI
 	weight := int64(p.args.PreferredDomainWeight)
 	var inDomain int64
 	if nodeInfo.Node().Labels[s.preferred.Key] == s.preferred.Value {
-		inDomain = fwk.MaxNodeScore
+		inDomain = fwk.MaxScore
 	}
-	return (weight*inDomain + (fwk.MaxNodeScore-weight)*packScore(nodeInfo, s.shape)) / fwk.MaxNodeScore, nil
+	return (weight*inDomain + (fwk.MaxScore-weight)*packScore(nodeInfo, s.shape)) / fwk.MaxScore, nil
 }
 
 // packScore is how full the node would be with the pod, 0-100, averaged over CPU and memory.
@@ -295,7 +295,7 @@ func packScore(nodeInfo fwk.NodeInfo, shape capacity.Resources) int64 {
 		if total <= 0 {
 			return 0
 		}
-		return min(fwk.MaxNodeScore, (used+add)*fwk.MaxNodeScore/total)
+		return min(fwk.MaxScore, (used+add)*fwk.MaxScore/total)
 	}
 	return (fraction(used.GetMilliCPU(), shape.MilliCPU, alloc.GetMilliCPU()) + fraction(used.GetMemory(), shape.Memory, alloc.GetMemory())) / 2
 }

@@ -378,7 +378,7 @@ func applyManifest(ctx context.Context, c client.Client, file, ns string) error 
 		if ns != "" {
 			u.SetNamespace(ns)
 		}
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("grove-demo"), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("grove-demo"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s: %w", file, err)
 		}
 	}
@@ -407,7 +407,7 @@ func serve(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	if _, err := env.CreateNodes(startCtx, fabric, framework.NodeShape); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	var w io.Writer = io.Discard
+	w := io.Discard
 	if os.Getenv("GROVE_TEST_OPERATOR_LOGS") != "" {
 		w = os.Stderr
 	}

@@ -134,8 +134,9 @@ func (tr *podTracker) observe(t watch.EventType, p *corev1.Pod) {
 		tp := tr.pods[p.UID]
 		if tp == nil {
 			tp = &trackedPod{name: p.Name, clique: p.Labels[apicommon.LabelPodClique], group: p.Labels[apicommon.LabelPodCliqueScalingGroup]}
-			fmt.Sscan(p.Labels[apicommon.LabelPodCliqueSetReplicaIndex], &tp.replica)
-			fmt.Sscan(p.Labels[apicommon.LabelPodCliqueScalingGroupReplicaIndex], &tp.groupIndex)
+			// A pod outside a scaling group has no group index: its zero value is right.
+			_, _ = fmt.Sscan(p.Labels[apicommon.LabelPodCliqueSetReplicaIndex], &tp.replica)
+			_, _ = fmt.Sscan(p.Labels[apicommon.LabelPodCliqueScalingGroupReplicaIndex], &tp.groupIndex)
 			tr.pods[p.UID] = tp
 		}
 		if p.DeletionTimestamp != nil && !tp.terminating {
@@ -203,15 +204,6 @@ func (e *env) pcs(t require.TestingT, name string) *corev1alpha1.PodCliqueSet {
 	pcs := &corev1alpha1.PodCliqueSet{}
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, pcs))
 	return pcs
-}
-
-// templateHashes are the pod template hashes of the namespace's live pods, by PodClique.
-func (e *env) templateHashes(t require.TestingT) map[string][]string {
-	out := map[string][]string{}
-	for _, p := range e.podsOf(t) {
-		out[p.Labels[apicommon.LabelPodClique]] = append(out[p.Labels[apicommon.LabelPodClique]], p.Labels[apicommon.LabelPodTemplateHash])
-	}
-	return out
 }
 
 func (e *env) podsOf(t require.TestingT) []corev1.Pod {

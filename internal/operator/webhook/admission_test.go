@@ -89,10 +89,8 @@ func TestUnrunnablePodCliqueSetsAreRejected(t *testing.T) {
 // out stay out (a typed client would send replicas: 0 for an unset field).
 func createRaw(t *testing.T, c client.Client, ns, name string, mutate func(map[string]any)) error {
 	t.Helper()
-	obj := map[string]any{}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newPCS(ns, name))
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newPCS(ns, name))
 	require.NoError(t, err)
-	obj = raw
 	mutate(obj)
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(corev1alpha1.SchemeGroupVersion.String())

@@ -292,9 +292,9 @@ func TestSharedNodesAreTheOtherGangsOfTheGroup(t *testing.T) {
 
 func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) {
 	c := New()
-	gangOf := func(name string, min int32) {
+	gangOf := func(name string, minReplicas int32) {
 		c.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
-			Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "a", MinReplicas: min}}}})
+			Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "a", MinReplicas: minReplicas}}}})
 	}
 	member := func(gang, uid string, prio int32, tweak ...func(*v1.Pod)) *v1.Pod {
 		p := memberPod(uid, "a", tweak...)

@@ -97,19 +97,19 @@ func NewTree(spec *v1alpha1.PodGangSpec) *Tree {
 		}
 	}
 	walk(root, nil)
-	var any func(s *Set) bool
-	any = func(s *Set) bool {
+	var constrained func(s *Set) bool
+	constrained = func(s *Set) bool {
 		if s.Required != "" || s.Preferred != "" {
 			return true
 		}
 		for _, c := range s.Children {
-			if any(c) {
+			if constrained(c) {
 				return true
 			}
 		}
 		return false
 	}
-	t.constrained = any(root)
+	t.constrained = constrained(root)
 	return t
 }
 

@@ -79,8 +79,8 @@ metadata:
 	return y + fmt.Sprintf("spec: {minMember: %d, scheduleTimeoutSeconds: 60}\n", minMember)
 }
 
-// comparable keeps the parts of a written PodGroup that Grove sets.
-func comparable(u *unstructured.Unstructured) map[string]any {
+// comparablePart keeps the parts of a written PodGroup that Grove sets.
+func comparablePart(u *unstructured.Unstructured) map[string]any {
 	return map[string]any{
 		"metadata": map[string]any{"name": u.GetName(), "namespace": u.GetNamespace(), "labels": u.GetLabels(), "annotations": u.GetAnnotations()},
 		"spec":     u.Object["spec"],
@@ -124,7 +124,7 @@ func TestPodGangsOfAReplicaBecomeKoordinatorGangGroupsAcceptedByTheRealCRD(t *te
 	require.Len(t, got, len(want))
 	for name, y := range want {
 		require.Contains(t, got, name)
-		backendtest.JSONEqYAML(t, y, comparable(got[name]), name)
+		backendtest.JSONEqYAML(t, y, comparablePart(got[name]), name)
 		owner := base
 		if name == scaledMembers[0] || name == scaledMembers[1] {
 			owner = scaled[0]
@@ -148,10 +148,10 @@ func TestPodGangsOfAReplicaBecomeKoordinatorGangGroupsAcceptedByTheRealCRD(t *te
 		got := listPodGroups(t, c, ns)
 		assert.NotContains(t, got, baseMembers[2], "the removed group's PodGroup is deleted")
 		members := baseMembers[:2]
-		backendtest.JSONEqYAML(t, expectedPodGroup(ns, "inf-0", members[1], members, 2, 2, blockMustHostPrefer), comparable(got[members[1]]))
+		backendtest.JSONEqYAML(t, expectedPodGroup(ns, "inf-0", members[1], members, 2, 2, blockMustHostPrefer), comparablePart(got[members[1]]))
 		wantRouter := expectedPodGroup(ns, "inf-0", members[0], members, 2, 2, blockMust) +
 			"status: {phase: Scheduling, scheduled: 1}\n"
-		gotRouter := comparable(got[members[0]])
+		gotRouter := comparablePart(got[members[0]])
 		gotRouter["status"] = got[members[0]].Object["status"]
 		annotations := got[members[0]].GetAnnotations()
 		assert.Equal(t, "kept", annotations["example.com/note"])
@@ -165,8 +165,8 @@ func TestPodGangsOfAReplicaBecomeKoordinatorGangGroupsAcceptedByTheRealCRD(t *te
 		require.NoError(t, b.SyncPodGang(ctx, scaled[1]))
 		newMembers := []string{"inf-0-workers-1-inf-0-workers-2-prefill", "inf-0-workers-1-inf-0-workers-2-decode"}
 		got := listPodGroups(t, c, ns)
-		backendtest.JSONEqYAML(t, expectedPodGroup(ns, "inf-0-workers-1", newMembers[0], newMembers, 2, 2, rackMustHostPrefer), comparable(got[newMembers[0]]))
-		backendtest.JSONEqYAML(t, expectedPodGroup(ns, "inf-0-workers-1", newMembers[1], newMembers, 1, 1, rackMust), comparable(got[newMembers[1]]))
+		backendtest.JSONEqYAML(t, expectedPodGroup(ns, "inf-0-workers-1", newMembers[0], newMembers, 2, 2, rackMustHostPrefer), comparablePart(got[newMembers[0]]))
+		backendtest.JSONEqYAML(t, expectedPodGroup(ns, "inf-0-workers-1", newMembers[1], newMembers, 1, 1, rackMust), comparablePart(got[newMembers[1]]))
 
 		require.NoError(t, c.Delete(ctx, scaled[1]))
 		backendtest.Eventually(t, 45*time.Second, func() (bool, error) {
