@@ -29,6 +29,7 @@ import (
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
 // prometheus runs the real Prometheus (Debian's package, `make prometheus`) scraping both
@@ -146,26 +147,44 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "grove-operator /metrics without a token")
 
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "fits", 1, clique("w", 2, "1"))))
+	// Ordered startup: the second clique's pod runs the startup waiter (kwok completes it).
+	ordered := pcs(ns, "ordered", 1, clique("a", 1, "1"), clique("b", 1, "1"))
+	ordered.Spec.Template.StartupType = ptr.To(corev1alpha1.CliqueStartupTypeInOrder)
+	require.NoError(t, env.Client.Create(ctx, ordered))
+	waitScheduled(t, env, ns, common.BasePodGangName("fits", 0), common.BasePodGangName("ordered", 0))
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "big", 1, clique("w", 10, "1"))))
-	waitScheduled(t, env, ns, common.BasePodGangName("fits", 0))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "fits")) == 2 }, time.Minute, 250*time.Millisecond)
 	// A pod of the placed gang goes away: the operator creates its replacement.
 	victim := podsOf(t, env, ns, "fits")[0]
 	require.NoError(t, env.Client.Delete(ctx, &victim, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "fits")) == 2 }, time.Minute, 250*time.Millisecond)
+	// A template change rolls fits' pods; the update's duration is observed when it ends.
+	updatePCS(t, env, ns, "fits", func(p *corev1alpha1.PodCliqueSet) {
+		p.Spec.Template.Cliques[0].Labels = map[string]string{"version": "v2"}
+	})
+	require.Eventually(t, func() bool {
+		cur := &corev1alpha1.PodCliqueSet{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fits"}, cur))
+		up := cur.Status.UpdateProgress
+		return cur.Status.UpdatedReplicas == 1 && up != nil && up.UpdateEndedAt != nil
+	}, 2*time.Minute, 250*time.Millisecond, "the rolling update of fits never finished")
 
 	atLeast := func(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }
 	equals := func(n float64) func(float64) bool { return func(v float64) bool { return v == n } }
-	// 2 + 10 pods, and the replacement.
-	prom.eventually(`sum(grove_operator_pods_created_total)`, atLeast(13), "pods created")
-	prom.eventually(`sum(grove_operator_scheduling_gates_lifted_total)`, atLeast(12), "gates lifted")
-	prom.eventually(`sum(grove_operator_pod_gated_duration_seconds_count)`, atLeast(12), "time gated observed per pod")
+	// 2 + 2 + 10 pods, the replacement and the 2 rolled pods.
+	prom.eventually(`sum(grove_operator_pods_created_total)`, atLeast(17), "pods created")
+	prom.eventually(`sum(grove_operator_scheduling_gates_lifted_total)`, atLeast(16), "gates lifted")
+	prom.eventually(`sum(grove_operator_pod_gated_duration_seconds_count)`, atLeast(16), "time gated observed per pod")
+	prom.eventually(`sum(grove_operator_pods_deleted_total{reason="update"})`, equals(2), "both pods of fits rolled")
+	prom.eventually(`sum(grove_operator_rolling_update_duration_seconds_count)`, equals(1), "one rolling update finished")
+	prom.eventually(`sum(grove_operator_startup_wait_duration_seconds_count)`, equals(1), "ordered's second pod waited for the first clique")
 	prom.eventually(`sum(grove_podcliquesets{ready="false"})`, equals(1), "big is not Ready")
-	prom.eventually(`sum(grove_podcliquesets{ready="true"})`, equals(1), "fits is Ready")
-	prom.eventually(`sum(grove_podgangs{scheduled="true"})`, equals(1), "one gang scheduled")
+	prom.eventually(`sum(grove_podcliquesets{ready="true"})`, equals(2), "fits and ordered are Ready")
+	prom.eventually(`sum(grove_podgangs{scheduled="true"})`, equals(2), "two gangs scheduled")
 	prom.eventually(`sum(grove_scheduler_gangs_waiting{reason="no_room"})`, equals(1), "big waits for room")
 	prom.eventually(`sum(grove_scheduler_gangs_waiting)`, equals(1), "no other gang waits")
-	prom.eventually(`sum(grove_scheduler_gangs_placed_total{pack_key="none"})`, atLeast(1), "fits placed")
-	prom.eventually(`sum(grove_scheduler_quorum_bound_duration_seconds_count)`, atLeast(1), "quorum time observed")
+	prom.eventually(`sum(grove_scheduler_gangs_placed_total{pack_key="none"})`, atLeast(2), "fits and ordered placed")
+	prom.eventually(`sum(grove_scheduler_quorum_bound_duration_seconds_count)`, atLeast(2), "quorum time observed")
 	prom.eventually(`sum(grove_scheduler_permit_waits_total)`, atLeast(1), "the first pod of fits waited at Permit")
 
 	// Every dashboard panel has data, and names only metrics the programs export.

@@ -131,6 +131,9 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	if err := grovemetrics.Register(mgr.GetCache()); err != nil {
 		return err
 	}
+	if err := mgr.Add(grovemetrics.TransitionObserver{Cache: mgr.GetCache()}); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

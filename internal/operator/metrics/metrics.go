@@ -159,7 +159,7 @@ func Register(c client.Reader) error {
 	for _, c := range []string{"podcliqueset", "podclique"} {
 		ReconcileErrors.WithLabelValues(c, "reconcile")
 	}
-	for _, col := range []prometheus.Collector{PodsCreated, PodsDeleted, GatesLifted, GatedSeconds, GangTerminations, ReconcileErrors, stateCollector{c}} {
+	for _, col := range []prometheus.Collector{PodsCreated, PodsDeleted, GatesLifted, GatedSeconds, GangTerminations, ReconcileErrors, RollingUpdateSeconds, StartupWaitSeconds, stateCollector{c}} {
 		if err := ctrlmetrics.Registry.Register(col); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
 				return err
