@@ -78,6 +78,8 @@ var (
 		[]string{"ready"}, nil)
 	replicasDesc = prometheus.NewDesc("grove_podcliqueset_replicas", "PodCliqueSet replicas by state: available, unavailable (wanted but not available).",
 		[]string{"state"}, nil)
+	updatingDesc = prometheus.NewDesc("grove_podcliqueset_rolling_update_replicas", "Replicas of PodCliqueSets under a rolling update, by state: updated, pending (not yet on the new template).",
+		[]string{"state"}, nil)
 	gangsDesc = prometheus.NewDesc("grove_podgangs", "PodGangs by phase (Pending, Starting, Running) and Scheduled condition (true, false, unknown).",
 		[]string{"phase", "scheduled"}, nil)
 )
@@ -88,6 +90,7 @@ type stateCollector struct{ c client.Reader }
 func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pcsDesc
 	ch <- replicasDesc
+	ch <- updatingDesc
 	ch <- gangsDesc
 }
 
@@ -97,19 +100,26 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var pcss corev1alpha1.PodCliqueSetList
 	if err := s.c.List(ctx, &pcss); err == nil {
 		ready := map[string]float64{"true": 0, "false": 0, "unknown": 0}
-		var available, unavailable float64
+		var available, unavailable, updated, pending float64
 		for i := range pcss.Items {
 			p := &pcss.Items[i]
 			ready[conditionValue(apimeta.FindStatusCondition(p.Status.Conditions, apicommon.ConditionReady))]++
 			a := min(p.Status.AvailableReplicas, p.Spec.Replicas)
 			available += float64(a)
 			unavailable += float64(p.Spec.Replicas - a)
+			if up := p.Status.UpdateProgress; up != nil && up.UpdateEndedAt == nil {
+				u := min(p.Status.UpdatedReplicas, p.Spec.Replicas)
+				updated += float64(u)
+				pending += float64(p.Spec.Replicas - u)
+			}
 		}
 		for v, n := range ready {
 			ch <- prometheus.MustNewConstMetric(pcsDesc, prometheus.GaugeValue, n, v)
 		}
 		ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, available, "available")
 		ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, unavailable, "unavailable")
+		ch <- prometheus.MustNewConstMetric(updatingDesc, prometheus.GaugeValue, updated, "updated")
+		ch <- prometheus.MustNewConstMetric(updatingDesc, prometheus.GaugeValue, pending, "pending")
 	}
 	var gangs schedv1alpha1.PodGangList
 	if err := s.c.List(ctx, &gangs); err == nil {
