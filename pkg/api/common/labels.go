@@ -193,6 +193,14 @@ const (
 	ReasonPodGangNameTaken  = "PodGangNameTaken"
 	ReasonPodGangNamesOwned = "PodGangNamesOwned"
 
+	// Reasons of the Unhealthy condition the operator writes on a PodGang that is partly
+	// bound: some members on nodes while a PodGroup lacks minReplicas bound ones.
+	// ReasonPartialGangReleased is also the reason of the event when its bound members are
+	// deleted to retry the gang whole.
+	ReasonPartiallyBound         = "PartiallyBound"
+	ReasonPartialGangReleased    = "PartialGangReleased"
+	ReasonPartialBindingResolved = "PartialBindingResolved"
+
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"
 	ReasonSchedulerTopologyDrift       = "SchedulerTopologyDrift"
