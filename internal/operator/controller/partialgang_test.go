@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
@@ -117,6 +118,19 @@ func TestPartialGangCompletedInTimeKeepsPods(t *testing.T) {
 			assert.Equal(c, apicommon.ReasonPartiallyBound, cond.Reason)
 		}
 	}, "the partly bound gang is reported")
+	// The clock is the member's binding, which the API keeps: a restarted operator reads the same.
+	bound := &corev1.Pod{}
+	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(&pods[0]), bound))
+	var boundAt metav1.Time
+	for _, c := range bound.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			boundAt = c.LastTransitionTime
+		}
+	}
+	require.False(t, boundAt.IsZero(), "the binding set PodScheduled")
+	cond := condition(e.podGang(t, "late-0").Status.Conditions, schedv1alpha1.PodGangConditionUnhealthy)
+	assert.True(t, cond.LastTransitionTime.Equal(&boundAt), "PartiallyBound since %s, the binding at %s", cond.LastTransitionTime, boundAt)
+
 	e.bind(&pods[1], node)
 	e.eventually(func(c *assert.CollectT) {
 		cond := condition(e.podGang(c, "late-0").Status.Conditions, schedv1alpha1.PodGangConditionUnhealthy)
