@@ -56,6 +56,8 @@ type Plugin struct {
 	queueTimes queueTimes
 	// elastic holds gangs whose elastic members wait for other gangs' quorums.
 	elastic elasticWaiting
+	// missing tells pods whose PodGang or PodGroup does not exist why they wait.
+	missing *missingGangReporter
 }
 
 var (
@@ -97,6 +99,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}),
 	}
 	p.status = newStatusWriter(gangs, p.ledger, h.SharedInformerFactory().Core().V1().Nodes().Lister(), h.EventRecorder())
+	p.missing = newMissingGangReporter(ctx, h, p.missingGangReason)
 	gangs.AddListener(p.onGangEvent)
 	go p.status.run(ctx)
 	return p, nil
@@ -268,9 +271,11 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	p.queueTimes.arrive(key, time.Now())
 	g, found := p.gangs.Get(key)
 	if !found {
+		p.missing.observe(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGang %s to exist", key))
 	}
 	if _, ok := g.Quorum.Group(group); !ok {
+		p.missing.observe(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"PodGang %s has no PodGroup %q (the pod's %s label)", key, group, common.LabelPodClique))
 	}

@@ -80,7 +80,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
 		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
-		Claims: claims,
+		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}

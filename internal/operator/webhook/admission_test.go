@@ -171,3 +171,38 @@ func TestRemovingARequiredTopologyLevelWarns(t *testing.T) {
 	}
 	assert.True(t, found, "the warning names the PodCliqueSet and the level")
 }
+
+// TestDeletingARequiredClusterTopologyWarns: deleting a ClusterTopology that a PodCliqueSet
+// packs by is allowed (its constraints degrade), but the admission warning names the
+// PodCliqueSet; a PodCliqueSet of another ClusterTopology is not named.
+func TestDeletingARequiredClusterTopologyWarns(t *testing.T) {
+	e := sharedEnv(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	topology := func(name string) *corev1alpha1.ClusterTopology {
+		return &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + ns}, Spec: corev1alpha1.ClusterTopologySpec{
+			Levels: []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "example.com/zone"}, {Domain: "rack", Key: "example.com/rack"}}}}
+	}
+	gone, kept := topology("gone"), topology("kept")
+	for _, ct := range []*corev1alpha1.ClusterTopology{gone, kept} {
+		require.NoError(t, e.client.Create(ctx, ct))
+		t.Cleanup(func() { _ = e.client.Delete(context.Background(), ct) })
+	}
+	for name, ct := range map[string]string{"packed": gone.Name, "elsewhere": kept.Name} {
+		pcs := newPCS(ns, name)
+		pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: ct, PackDomain: "rack"}
+		require.NoError(t, e.client.Create(ctx, pcs))
+	}
+	e.warnings.Take()
+
+	require.NoError(t, e.client.Delete(ctx, gone), "deleting a ClusterTopology is allowed")
+	var found bool
+	for _, w := range e.warnings.Take() {
+		assert.NotContains(t, w, ns+"/elsewhere", "a PodCliqueSet of another ClusterTopology is not named")
+		if strings.Contains(w, "PodCliqueSet "+ns+"/packed packs by rack of ClusterTopology "+gone.Name) &&
+			strings.Contains(w, "no longer be enforced") {
+			found = true
+		}
+	}
+	assert.True(t, found, "the warning names the PodCliqueSet, the level and the ClusterTopology")
+}

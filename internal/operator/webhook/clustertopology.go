@@ -18,6 +18,10 @@ import (
 
 const kindClusterTopology = "ClusterTopology"
 
+// A deletion only ever gets warnings, so its webhook ignores failures: deleting a
+// ClusterTopology never waits for grove-operator.
+// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-clustertopology,mutating=false,failurePolicy=ignore,sideEffects=None,groups=grove.io,resources=clustertopologies,verbs=delete,versions=v1alpha1,name=clustertopology-delete.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system,timeoutSeconds=5
+
 // +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-clustertopology,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=clustertopologies,verbs=create;update,versions=v1alpha1,name=clustertopology.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation == 'CREATE' || (!has(object.metadata.deletionTimestamp) && object.spec != oldObject.spec)"}]}`
 
 // ClusterTopologyValidator admits ClusterTopologies: unique domains and keys, and scheduler
@@ -50,7 +54,8 @@ func (v *ClusterTopologyValidator) ValidateUpdate(ctx context.Context, oldCT, ne
 	return v.affected(ctx, oldCT, newCT), nil
 }
 
-// affected warns about the PodCliqueSets whose constraints use a level the update removes.
+// affected warns about the PodCliqueSets whose constraints use a level the update removes (a
+// deletion removes them all).
 func (v *ClusterTopologyValidator) affected(ctx context.Context, oldCT, newCT *corev1alpha1.ClusterTopology) admission.Warnings {
 	if v.Reader == nil {
 		return nil
@@ -72,7 +77,12 @@ func (v *ClusterTopologyValidator) affected(ctx context.Context, oldCT, newCT *c
 				lost = append(lost, string(d))
 			}
 		}
-		if len(lost) > 0 {
+		switch {
+		case len(lost) == 0:
+		case len(newCT.Spec.Levels) == 0:
+			warnings = append(warnings, fmt.Sprintf("PodCliqueSet %s/%s packs by %s of ClusterTopology %s, which this deletion removes: those constraints will no longer be enforced",
+				list.Items[i].Namespace, list.Items[i].Name, strings.Join(lost, ", "), newCT.Name))
+		default:
 			warnings = append(warnings, fmt.Sprintf("PodCliqueSet %s/%s packs by %s, which this change removes: those constraints will no longer be enforced",
 				list.Items[i].Namespace, list.Items[i].Name, strings.Join(lost, ", ")))
 		}
@@ -80,9 +90,14 @@ func (v *ClusterTopologyValidator) affected(ctx context.Context, oldCT, newCT *c
 	return warnings
 }
 
-// ValidateDelete admits every deletion.
-func (v *ClusterTopologyValidator) ValidateDelete(context.Context, *corev1alpha1.ClusterTopology) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete admits every deletion, with a warning naming the PodCliqueSets whose
+// constraints resolve in the ClusterTopology: they degrade (their TopologyLevelsUnavailable
+// condition and an event say so) and are no longer enforced.
+func (v *ClusterTopologyValidator) ValidateDelete(ctx context.Context, ct *corev1alpha1.ClusterTopology) (admission.Warnings, error) {
+	if ct.DeletionTimestamp != nil {
+		return nil, nil // already being deleted: it was said then
+	}
+	return v.affected(ctx, ct, &corev1alpha1.ClusterTopology{ObjectMeta: ct.ObjectMeta}), nil
 }
 
 func (v *ClusterTopologyValidator) topologyAwareSchedulers() []string {

@@ -45,7 +45,12 @@ func TestManifestsDeclareTheServedWebhooks(t *testing.T) {
 		require.NotNil(t, cc.Service, name)
 		assert.Equal(t, configv1alpha1.DefaultWebhookService, cc.Service.Name, name)
 		assert.Equal(t, configv1alpha1.DefaultNamespace, cc.Service.Namespace, name)
-		assert.Equal(t, admissionregistrationv1.Fail, *fp, name)
+		// Only the deletion warning may be skipped when the operator is down: it refuses nothing.
+		wantPolicy := admissionregistrationv1.Fail
+		if name == common.WebhookNameClusterTopologyDeletion {
+			wantPolicy = admissionregistrationv1.Ignore
+		}
+		assert.Equal(t, wantPolicy, *fp, name)
 		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *se, name)
 	}
 	for _, m := range mutating {
@@ -64,6 +69,7 @@ func TestManifestsDeclareTheServedWebhooks(t *testing.T) {
 		{common.MutatingWebhookConfigurationName, common.WebhookNamePodCliqueSetDefaulting, webhook.PathDefaultPodCliqueSet, "podcliquesets", true},
 		{common.ValidatingWebhookConfigurationName, common.WebhookNamePodCliqueSetValidating, webhook.PathValidatePodCliqueSet, "podcliquesets", false},
 		{common.ValidatingWebhookConfigurationName, common.WebhookNameClusterTopologyValidating, webhook.PathValidateClusterTopology, "clustertopologies", false},
+		{common.ValidatingWebhookConfigurationName, common.WebhookNameClusterTopologyDeletion, webhook.PathValidateClusterTopology, "clustertopologies", false},
 	}, got)
 
 	// Every declared path has a handler (an empty body is a bad request, not a 404).

@@ -193,6 +193,20 @@ const (
 	ReasonPodGangNameTaken  = "PodGangNameTaken"
 	ReasonPodGangNamesOwned = "PodGangNamesOwned"
 
+	// Reasons of the PodScheduled=False condition and event grove-scheduler gives a pod whose
+	// grove.io/podgang label names a PodGang that does not exist, or whose PodGang has no
+	// PodGroup of its grove.io/podclique label.
+	ReasonPodGangNotFound  = "PodGangNotFound"
+	ReasonPodGroupNotFound = "PodGroupNotFound"
+
+	// Reasons of the Unhealthy condition the operator writes on a PodGang that is partly
+	// bound: some members on nodes while a PodGroup lacks minReplicas bound ones.
+	// ReasonPartialGangReleased is also the reason of the event when its bound members are
+	// deleted to retry the gang whole.
+	ReasonPartiallyBound         = "PartiallyBound"
+	ReasonPartialGangReleased    = "PartialGangReleased"
+	ReasonPartialBindingResolved = "PartialBindingResolved"
+
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"
 	ReasonSchedulerTopologyDrift       = "SchedulerTopologyDrift"

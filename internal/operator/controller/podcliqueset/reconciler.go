@@ -38,6 +38,9 @@ type Reconciler struct {
 	TopologyAwareScheduling configv1alpha1.TopologyAwareSchedulingConfiguration
 	// Claims keeps the ResourceClaims of the PodCliqueSet's resourceSharing entries.
 	Claims *resourceclaim.Syncer
+	// PartialBindingTimeout bounds how long a PodGang may stay partly bound
+	// (podGang.partialBindingTimeout); 0 means the default.
+	PartialBindingTimeout time.Duration
 
 	// syncedPodGangs remembers the generation and metadata of each PodGang the backend last
 	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
@@ -46,7 +49,10 @@ type Reconciler struct {
 	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
 	// on a cache that still shows them.
 	gangTerminated *uidSet
-	initOnce       sync.Once
+	// partialReleased remembers pods deleted to release a partly bound gang, for reconciles
+	// that run on a cache that still shows them bound.
+	partialReleased *uidSet
+	initOnce        sync.Once
 }
 
 // state is what one reconcile of a PodCliqueSet works from.
@@ -102,12 +108,13 @@ func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
 		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r}, &resourceClaims{r},
 		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
+		&partialGangs{r},
 	}
 }
 
 // Reconcile syncs the components of a PodCliqueSet in order and reports its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.initOnce.Do(func() { r.gangTerminated = newUIDSet(5 * time.Minute) })
+	r.initOnce.Do(func() { r.gangTerminated, r.partialReleased = newUIDSet(5*time.Minute), newUIDSet(5*time.Minute) })
 	stored := &corev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

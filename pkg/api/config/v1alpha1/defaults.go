@@ -21,6 +21,9 @@ const (
 	DefaultConcurrentSyncs   = 4
 	DefaultStartupWaiterImg  = "ghcr.io/ai-dynamo/grove/grove-operator:latest"
 	DefaultPprofBindAddress  = "127.0.0.1:2753"
+	// DefaultPartialBindingTimeout is how long a PodGang may stay partly bound by default: far
+	// longer than binding a gang takes, short enough that held nodes come back.
+	DefaultPartialBindingTimeout = 5 * time.Minute
 	// UpstreamTopologyName is the ClusterTopology upstream Grove keeps from
 	// topologyAwareScheduling.levels.
 	UpstreamTopologyName = "grove-topology"
@@ -94,6 +97,7 @@ func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
 		c.Debugging.PprofBindAddress = ptr.To(DefaultPprofBindAddress)
 	}
 	setString(&c.StartupWaiter.Image, DefaultStartupWaiterImg)
+	setDuration(&c.PodGang.PartialBindingTimeout, DefaultPartialBindingTimeout)
 }
 
 func setDuration(d *metav1.Duration, v time.Duration) {

@@ -30,6 +30,9 @@ type OperatorConfiguration struct {
 	TopologyAwareScheduling TopologyAwareSchedulingConfiguration `json:"topologyAwareScheduling"`
 	// StartupWaiter configures the init container that enforces clique startup order.
 	StartupWaiter StartupWaiterConfiguration `json:"startupWaiter"`
+	// PodGang configures how the operator heals PodGangs.
+	// +optional
+	PodGang PodGangConfiguration `json:"podGang,omitempty"`
 	// Debugging configures the profiling endpoint.
 	// +optional
 	Debugging *DebuggingConfiguration `json:"debugging,omitempty"`
@@ -252,4 +255,15 @@ type TopologyProfile struct {
 type StartupWaiterConfiguration struct {
 	// Image runs `grove-operator wait-for-cliques`.
 	Image string `json:"image"`
+}
+
+// PodGangConfiguration configures how the operator heals PodGangs.
+type PodGangConfiguration struct {
+	// PartialBindingTimeout bounds how long a PodGang may stay partly bound: some members on a
+	// node while a PodGroup has fewer than minReplicas bound (a scheduler that crashed between
+	// two bindings, a node lost mid-binding, capacity taken meanwhile). After it, the bound
+	// members are deleted and recreated gated, so the gang is placed again as a whole.
+	// Unset or 0 means DefaultPartialBindingTimeout.
+	// +optional
+	PartialBindingTimeout metav1.Duration `json:"partialBindingTimeout,omitempty"`
 }

@@ -29,6 +29,9 @@ func ValidateOperatorConfiguration(c *configv1alpha1.OperatorConfiguration) fiel
 	errs = append(errs, validateLogging(c, field.NewPath("logLevel"), field.NewPath("logFormat"))...)
 	errs = append(errs, validateScheduler(c.Scheduler, field.NewPath("scheduler"))...)
 	errs = append(errs, validateTopology(c.TopologyAwareScheduling, field.NewPath("topologyAwareScheduling"))...)
+	if d := c.PodGang.PartialBindingTimeout; d.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("podGang", "partialBindingTimeout"), d.String(), "must be positive"))
+	}
 	if c.StartupWaiter.Image == "" {
 		errs = append(errs, field.Required(field.NewPath("startupWaiter", "image"), "the startup waiter image is needed for clique startup ordering"))
 	}

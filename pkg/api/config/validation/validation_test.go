@@ -30,6 +30,7 @@ func TestDefaultedEmptyConfigurationIsValid(t *testing.T) {
 	assert.Equal(t, configv1alpha1.CertProvisionModeAuto, c.Server.Webhooks.CertProvisionMode)
 	assert.Equal(t, 15*time.Second, c.LeaderElection.LeaseDuration.Duration)
 	assert.Equal(t, configv1alpha1.DefaultConcurrentSyncs, *c.Controllers.PodClique.ConcurrentSyncs)
+	assert.Equal(t, configv1alpha1.DefaultPartialBindingTimeout, c.PodGang.PartialBindingTimeout.Duration)
 }
 
 func TestDefaultsKeepSetValues(t *testing.T) {
@@ -38,7 +39,9 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 		c.LogFormat = configv1alpha1.LogFormatText
 		c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: configv1alpha1.SchedulerNameKAI}}
 		c.Controllers.PodCliqueSet.ConcurrentSyncs = ptr.To(9)
+		c.PodGang.PartialBindingTimeout = metav1.Duration{Duration: 30 * time.Second}
 	})
+	assert.Equal(t, 30*time.Second, c.PodGang.PartialBindingTimeout.Duration)
 	assert.Equal(t, 10443, c.Server.Webhooks.Port)
 	assert.Equal(t, configv1alpha1.LogFormatText, c.LogFormat)
 	assert.Equal(t, configv1alpha1.SchedulerNameKAI, c.Scheduler.DefaultProfileName, "a single profile becomes the default")
@@ -69,6 +72,9 @@ func TestValidationReportsFieldPaths(t *testing.T) {
 			c.Server.Metrics.Port = configv1alpha1.DefaultWebhookPort
 		}, "server.metrics.port", field.ErrorTypeDuplicate},
 		{"zero concurrency", func(c *configv1alpha1.OperatorConfiguration) { c.Controllers.PodClique.ConcurrentSyncs = ptr.To(0) }, "controllers.podClique.concurrentSyncs", field.ErrorTypeInvalid},
+		{"negative partial-binding timeout", func(c *configv1alpha1.OperatorConfiguration) {
+			c.PodGang.PartialBindingTimeout = metav1.Duration{Duration: -time.Second}
+		}, "podGang.partialBindingTimeout", field.ErrorTypeInvalid},
 		{"bad log level", func(c *configv1alpha1.OperatorConfiguration) { c.LogLevel = "loud" }, "logLevel", field.ErrorTypeNotSupported},
 		{"bad log format", func(c *configv1alpha1.OperatorConfiguration) { c.LogFormat = "xml" }, "logFormat", field.ErrorTypeNotSupported},
 		{"unknown scheduler", func(c *configv1alpha1.OperatorConfiguration) {
