@@ -139,9 +139,14 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 		if w.Priority == prio && !p.queuedBefore(w.Key, key) {
 			continue
 		}
-		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 || p.ledger.UnplaceableSince(w.Key).IsZero() {
+		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.
+			continue
+		}
+		if !p.queued.has(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {
+			// Neither in the queue nor found short of room, or kept out of the queue by
+			// another plugin: it would not take the room.
 			continue
 		}
 		if checked++; checked > aheadChecked {

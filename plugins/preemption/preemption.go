@@ -170,6 +170,19 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 		gang: gangRef(g.PodGang.Namespace, g.PodGang.Name, g.PodGang.UID)}
 	prob := Problem{Demand: demands, Tree: placement.NewTree(&g.PodGang.Spec), Held: p.gangs.HeldNodes(key),
 		DomainKey: g.PodGang.Spec.TopologyConstraint.Required()}
+	if prob.DomainKey == "" {
+		// The domain the PodGangs of its PodCliqueSet replica share is as required as its own.
+		prob.DomainKey = g.PodGang.Spec.SharedTopologyConstraint.Required()
+	}
+	prob.Shared, prob.SharedBy = p.gangs.SharedNodes(key)
+	// Devices its members' claims already hold pin the domains of the PodGroups using them, as
+	// they do for the topology plugin: victims elsewhere would be evicted for nothing.
+	for group, anchors := range p.gangs.DeviceAdvice(key, g, pod, nodeInfos).Anchors {
+		if prob.Held == nil {
+			prob.Held = map[string][]string{}
+		}
+		prob.Held[group] = append(prob.Held[group], anchors...)
+	}
 	prob.Nodes = problemNodes(nodeInfos, classes.Allowed)
 	units, unitPods, freeing := p.victimUnits(nodeInfos, preemptor)
 	prob.Units = units
