@@ -150,7 +150,7 @@ func TestSelect(t *testing.T) {
 		{
 			name: "shared rack: evicts inside the rack the PodCliqueSet replica's other PodGangs pinned, though another is cheaper",
 			problem: Problem{
-				Nodes: []placement.Node{node("base", "r1", 0), node("n0", "r1", 0), node("n1", "r1", 0), node("n2", "r2", 0), node("n3", "r2", 0)},
+				Nodes:  []placement.Node{node("base", "r1", 0), node("n0", "r1", 0), node("n1", "r1", 0), node("n2", "r2", 0), node("n3", "r2", 0)},
 				Demand: pods(2), Tree: sharedRackGang(2), DomainKey: "rack", Shared: []string{"base"}, SharedBy: "replica-0",
 				Units: []Unit{unit("r1-gang", 3, on("n0", 1000), on("n1", 1000)), unit("r2-gang", 1, on("n2", 1000), on("n3", 1000))},
 			},
