@@ -64,6 +64,8 @@ type Plugin struct {
 	pods     corelisters.PodLister
 	pdbs     policylisters.PodDisruptionBudgetLister
 	inflight *inflight
+	// api is how victims are marked and deleted.
+	api podAPI
 	// evict deletes the victims; a field so tests of the decision need no API server.
 	evict func(ctx context.Context, preemptor preemptorInfo, victims []Unit, unitPods [][]*v1.Pod)
 }
@@ -100,6 +102,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		pdbs:     h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
 		inflight: newInflight(),
 	}
+	p.api = handleAPI{h: h}
 	p.evict = p.evictUnits
 	return p, nil
 }
