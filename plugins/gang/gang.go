@@ -596,6 +596,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 		p.retryElastic()
 	case gangcache.MembersChanged:
 		p.status.enqueue(key)
+		p.releaseIfNotWaiting(key)
 		// A waiting gang that lost members may no longer hold elastic members back.
 		if g, ok := p.gangs.Get(key); ok && !g.Quorum.Held() {
 			p.retryElastic()
