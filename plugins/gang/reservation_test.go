@@ -121,3 +121,48 @@ func TestReservationEndsWhenItsGangCannotBeAttempted(t *testing.T) {
 	assert.Nil(t, p.gangs.Reservation())
 	assert.Contains(t, h.pods, "ns/other-0", "the gangs it held back are retried")
 }
+
+// TestQueueingHints covers the plugin's EventsToRegister hint: a freed pod or a new node
+// requeues a turned-away member unless its gang backs off (its timer brings it back) or another
+// pending member scouts for its gang.
+func TestQueueingHints(t *testing.T) {
+	p, _ := testPlugin(t)
+	scouted := addGang(p, "scouted", 2, 0, 0, 2)
+	p.gangs.SetScout("ns/scouted", scouted[0].UID)
+	backingOff := addGang(p, "backing-off", 2, 0, 0, 2)
+	g, ok := p.gangs.Get("ns/backing-off")
+	require.True(t, ok)
+	require.NotNil(t, p.ledger.Lost("ns/backing-off", backingOff[0].UID, 1, g.Quorum, time.Minute), "a lost member fails the attempt")
+	plain := addGang(p, "plain", 2, 0, 0, 2)
+	outside := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "outside"}}
+
+	events, err := p.EventsToRegister(context.Background())
+	require.NoError(t, err)
+	require.Len(t, events, 2)
+	freedPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}, Spec: v1.PodSpec{NodeName: "n1"}}
+	newNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want fwk.QueueingHint
+	}{
+		{name: "a pod outside gangs", pod: outside, want: fwk.Queue},
+		{name: "a member of a gang nothing holds back", pod: plain[1], want: fwk.Queue},
+		{name: "the gang's scout", pod: scouted[0], want: fwk.Queue},
+		{name: "a member another pending member scouts for", pod: scouted[1], want: fwk.QueueSkip},
+		{name: "a member of a gang that backs off", pod: backingOff[1], want: fwk.QueueSkip},
+	}
+	for _, ev := range events {
+		oldObj, newObj := any(freedPod), any(nil)
+		if ev.Event.Resource == fwk.Node {
+			oldObj, newObj = nil, newNode
+		}
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s: %s", ev.Event.Resource, tc.name), func(t *testing.T) {
+				got, err := ev.QueueingHintFn(klog.Background(), tc.pod, oldObj, newObj)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, got)
+			})
+		}
+	}
+}
