@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,8 @@ type podAPI interface {
 	patchStatus(ctx context.Context, pod *v1.Pod, newStatus *v1.PodStatus) error
 	deletePod(ctx context.Context, pod *v1.Pod) error
 	preempted(victim *v1.Pod, related runtime.Object, note string)
+	// activate moves pods to the active queue.
+	activate(pods map[string]*v1.Pod)
 }
 
 // handleAPI is podAPI through the scheduler's handle.
@@ -50,6 +53,8 @@ func (a handleAPI) deletePod(ctx context.Context, pod *v1.Pod) error {
 	return util.DeletePod(ctx, a.h.ClientSet(), pod)
 }
 
+func (a handleAPI) activate(pods map[string]*v1.Pod) { a.h.Activate(klog.Background(), pods) }
+
 func (a handleAPI) preempted(victim *v1.Pod, related runtime.Object, note string) {
 	a.h.EventRecorder().Eventf(victim, related, v1.EventTypeNormal, common.EventReasonPreempted, "Preempting", "%s on node %s", note, victim.Spec.NodeName)
 }
@@ -67,6 +72,20 @@ func (p *Plugin) evictUnits(ctx context.Context, preemptor preemptorInfo, victim
 		related = preemptor.gang
 	}
 	note := fmt.Sprintf("Preempted by %s (priority %d)", preemptor.what, preemptor.priority)
+	// kept records pods that were not evicted after all: the preemptor stops waiting for them
+	// and is tried again at once, as DefaultPreemption does after a failed eviction.
+	var keptMu sync.Mutex
+	var kept []*v1.Pod
+	keep := func(pods ...*v1.Pod) {
+		keptMu.Lock()
+		defer keptMu.Unlock()
+		kept = append(kept, pods...)
+	}
+	defer func() {
+		if len(kept) > 0 {
+			p.retryPreemptor(preemptor, kept)
+		}
+	}()
 	for i, u := range victims {
 		pods := unitPods[i]
 		marked := make([]*v1.Pod, len(pods))
@@ -77,6 +96,7 @@ func (p *Plugin) evictUnits(ctx context.Context, preemptor preemptorInfo, victim
 		if err := errors.Join(errs...); err != nil {
 			logger.Error(err, "Could not mark a preemption victim: its workload is not evicted", "victim", u.Key, "preemptor", preemptor.what)
 			workqueue.ParallelizeUntil(ctx, evictWorkers, len(pods), func(j int) { p.unmark(ctx, marked[j], preemptor) })
+			keep(pods...)
 			continue
 		}
 		if u.Gang != "" {
@@ -90,11 +110,29 @@ func (p *Plugin) evictUnits(ctx context.Context, preemptor preemptorInfo, victim
 			if err := p.api.deletePod(ctx, pod); err != nil && !apierrors.IsNotFound(err) {
 				logger.Error(err, "Could not evict a preemption victim", "pod", klog.KObj(pod), "preemptor", preemptor.what)
 				p.unmark(ctx, pod, preemptor)
+				keep(pod)
 				return
 			}
 			p.api.preempted(pod, related, note)
 		})
 	}
+}
+
+// retryPreemptor forgets victims that were not evicted and brings the preemptor's pods back to
+// the active queue: waiting for pods that stay would hold it back until its wait expires.
+func (p *Plugin) retryPreemptor(preemptor preemptorInfo, kept []*v1.Pod) {
+	for _, pod := range kept {
+		p.inflight.gone(preemptor.key, pod.UID)
+	}
+	pods := []*v1.Pod{preemptor.pod}
+	if preemptor.gang != nil && p.gangs != nil {
+		pods = p.gangs.Pending(preemptor.key)
+	}
+	m := make(map[string]*v1.Pod, len(pods))
+	for _, pod := range pods {
+		m[pod.Namespace+"/"+pod.Name] = pod
+	}
+	p.api.activate(m)
 }
 
 // evictWorkers is how many API calls eviction makes at once.

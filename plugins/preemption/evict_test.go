@@ -5,10 +5,12 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // fakeAPI records what eviction does to pods and fails the calls it is told to.
@@ -19,6 +21,8 @@ type fakeAPI struct {
 	// disruption is each pod's last patched DisruptionTarget status.
 	disruption map[string]v1.ConditionStatus
 	deleted    map[string]bool
+	// activated lists the pods brought back to the active queue.
+	activated []string
 }
 
 func (f *fakeAPI) preemptWaiting(*v1.Pod, string) bool { return false }
@@ -50,6 +54,14 @@ func (f *fakeAPI) deletePod(_ context.Context, pod *v1.Pod) error {
 
 func (f *fakeAPI) preempted(*v1.Pod, runtime.Object, string) {}
 
+func (f *fakeAPI) activate(pods map[string]*v1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range pods {
+		f.activated = append(f.activated, k)
+	}
+}
+
 // TestEvictionTakesBackMarksOfPodsItDidNotEvict: a unit is evicted whole or not at all, and a pod
 // left running does not keep a DisruptionTarget condition saying it is being evicted.
 func TestEvictionTakesBackMarksOfPodsItDidNotEvict(t *testing.T) {
@@ -65,23 +77,29 @@ func TestEvictionTakesBackMarksOfPodsItDidNotEvict(t *testing.T) {
 		failPatch, failDelete []string
 		wantDeleted           []string
 		wantDisruption        map[string]v1.ConditionStatus
+		// wantWaitingFor is how many victims the preemptor still waits for; a preemptor that
+		// no longer waits for all of them is retried at once.
+		wantWaitingFor int
 	}{
 		{
 			name:           "every pod marked and deleted",
 			wantDeleted:    []string{"a-0", "a-1", "b-0"},
 			wantDisruption: map[string]v1.ConditionStatus{"a-0": v1.ConditionTrue, "a-1": v1.ConditionTrue, "b-0": v1.ConditionTrue},
+			wantWaitingFor: 3,
 		},
 		{
 			name:           "a pod of unit a cannot be marked: no pod of a is deleted and a-0's mark is taken back",
 			failPatch:      []string{"a-1"},
 			wantDeleted:    []string{"b-0"},
 			wantDisruption: map[string]v1.ConditionStatus{"a-0": v1.ConditionFalse, "b-0": v1.ConditionTrue},
+			wantWaitingFor: 1,
 		},
 		{
 			name:           "a pod whose deletion fails loses its mark",
 			failDelete:     []string{"a-1"},
 			wantDeleted:    []string{"a-0", "b-0"},
 			wantDisruption: map[string]v1.ConditionStatus{"a-0": v1.ConditionTrue, "a-1": v1.ConditionFalse, "b-0": v1.ConditionTrue},
+			wantWaitingFor: 2,
 		},
 	}
 	for _, tc := range tests {
@@ -93,15 +111,26 @@ func TestEvictionTakesBackMarksOfPodsItDidNotEvict(t *testing.T) {
 			for _, n := range tc.failDelete {
 				api.failDelete[n] = true
 			}
-			p := &Plugin{api: api}
-			preemptor := preemptorInfo{key: "ns/high", what: "PodGang ns/high", pod: testPod("high-0", "high"), priority: 10}
-			p.evictUnits(context.Background(), preemptor, []Unit{{Key: "a"}, {Key: "b"}}, [][]*v1.Pod{unitOf("a-0", "a-1"), unitOf("b-0")})
+			p := &Plugin{api: api, inflight: newInflight()}
+			high := testPod("high", "")
+			preemptor := preemptorInfo{key: podKey(high), what: "pod ns/high", pod: high, priority: 10}
+			units := [][]*v1.Pod{unitOf("a-0", "a-1"), unitOf("b-0")}
+			p.inflight.start(preemptor.key, units, "a, b", time.Now().Add(time.Hour))
+			p.evictUnits(context.Background(), preemptor, []Unit{{Key: "a"}, {Key: "b"}}, units)
 			var deleted []string
 			for n := range api.deleted {
 				deleted = append(deleted, n)
 			}
 			assert.ElementsMatch(t, tc.wantDeleted, deleted)
 			assert.Equal(t, tc.wantDisruption, api.disruption)
+			// Every victim still exists in this test: what is counted is what the preemptor waits for.
+			waiting, _ := p.inflight.remaining(preemptor.key, func(types.NamespacedName, types.UID) bool { return true }, time.Now())
+			assert.Equal(t, tc.wantWaitingFor, waiting)
+			if tc.wantWaitingFor < 3 {
+				assert.Equal(t, []string{"ns/high"}, api.activated, "the preemptor is retried")
+			} else {
+				assert.Empty(t, api.activated)
+			}
 		})
 	}
 }
