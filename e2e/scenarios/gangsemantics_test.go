@@ -109,6 +109,42 @@ func TestQuorumsBeforeElasticPods(t *testing.T) {
 	w.assertNoPartialGang()
 }
 
+// Quorums before elastic pods across PodCliqueSet replicas: two replicas of WL2, both scaling
+// groups scaled to 3 before the cluster has any node; 6 nodes hold both base quorums (3 + 3),
+// not one base gang with its elastic pods.
+func TestBaseQuorumsOfEveryReplicaBeforeElasticPods(t *testing.T) {
+	env, w, ns := nodesEnv(t, framework.Options{}, 0, oneCPUNode)
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, wl2(ns, "two", 2)))
+	require.Eventually(t, func() bool { return len(podsOf(t, env, ns, "two")) == 20 }, 2*time.Minute, 250*time.Millisecond)
+	var scaled []string
+	for r := range 2 {
+		pcsg := common.PodCliqueScalingGroupName("two", r, "sg-x")
+		scaleTo(t, env, pcsgRef(ns, pcsg), 3)
+		scaled = append(scaled, common.ScaledPodGangName(pcsg, 1, 1), common.ScaledPodGangName(pcsg, 2, 1))
+	}
+	require.Eventually(t, func() bool { return len(podsOf(t, env, ns, "two")) == 28 }, 2*time.Minute, 250*time.Millisecond)
+	base0, base1 := common.BasePodGangName("two", 0), common.BasePodGangName("two", 1)
+
+	createNodes(t, env, "first", 6, oneCPUNode, nil)
+	expectBound(t, env, ns, "two", "6 nodes", map[string]int{base0: 3, base1: 3})
+	// 8 more: the four scaled quorums.
+	createNodes(t, env, "second", 8, oneCPUNode, nil)
+	want := map[string]int{base0: 3, base1: 3}
+	for _, g := range scaled {
+		want[g] = 2
+	}
+	expectBound(t, env, ns, "two", "14 nodes", want)
+	// 14 more: every pod.
+	createNodes(t, env, "third", 14, oneCPUNode, nil)
+	want = map[string]int{base0: 6, base1: 6}
+	for _, g := range scaled {
+		want[g] = 4
+	}
+	expectBound(t, env, ns, "two", "28 nodes", want)
+	w.assertNoPartialGang()
+}
+
 // blockOfGang returns the blocks the PodGang's bound pods are in.
 func blocksOfGang(t *testing.T, env *framework.Env, ns, pcsName, gang, key string) map[string]int {
 	var pods []corev1.Pod

@@ -132,3 +132,31 @@ func TestEqualPriorityGangWaitsAndEvictsNothing(t *testing.T) {
 	assert.Equal(t, 0, e.placement("second").total())
 	assert.Empty(t, e.gangEvents("first", common.EventReasonPreempted))
 }
+
+// A scaled PodGang whose PodCliqueSet replica shares one rack preempts inside the rack its base
+// PodGang pinned, although a cheaper victim sits in the other rack: evicting that one would not
+// let it in.
+func TestGangPreemptsInsideTheRackItsReplicaShares(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	lowest, low, high := e.priorityClass("lowest", 100), e.priorityClass("low", 200), e.priorityClass("high", 1000)
+	e.addNodes(rack("a0", "1", "r1"), rack("a1", "1", "r1"), rack("a2", "1", "r1"), rack("b0", "1", "r2"), rack("b1", "1", "r2"))
+	shared := &v1alpha1.SharedTopologyConstraint{Group: "replica", PackConstraint: &v1alpha1.TopologyPackConstraint{Required: ptr.To(rackKey)}}
+	inRack := func(class, r string) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Spec.PriorityClassName = class
+			p.Spec.NodeSelector = map[string]string{rackKey: r}
+		}
+	}
+	e.createGang(gang{name: "base", shared: shared, groups: []group{{name: "w", min: 1, replicas: 1, cpu: "1", pod: inRack(high, "r1")}}})
+	e.waitBound("base", 1)
+	e.createGang(gang{name: "r1-low", groups: []group{{name: "w", min: 2, replicas: 2, cpu: "1", pod: inRack(low, "r1")}}})
+	e.createGang(gang{name: "r2-lowest", groups: []group{{name: "w", min: 2, replicas: 2, cpu: "1", pod: inRack(lowest, "r2")}}})
+	e.waitBound("r1-low", 2)
+	e.waitBound("r2-lowest", 2)
+
+	e.createGang(gang{name: "scaled", shared: shared, groups: []group{{name: "w", min: 2, replicas: 2, cpu: "1", pod: withPriority(high)}}})
+	p := e.waitBound("scaled", 2)
+	onlyOn(t, p, e.nodesWithLabel(rackKey, "r1"), "the preemptor")
+	assert.Empty(t, e.pods("r1-low"), "the gang in the shared rack was evicted whole")
+	assert.Equal(t, 2, e.placement("r2-lowest").total(), "the cheaper gang in the other rack stays")
+}

@@ -79,3 +79,26 @@ func TestElasticPodsAreNotHeldBackByAQuorumThatCannotFit(t *testing.T) {
 	e.createGang(gang{name: "elastic", groups: []group{{name: "w", min: 1, replicas: 2, cpu: "1"}}})
 	e.boundCounts(map[string]int{"elastic": 2, "huge": 0})
 }
+
+// Quorums before elastic pods when room appears in a cluster that had none: no pod was ever
+// attempted (kube-scheduler attempts none without nodes), so no gang was found short of room.
+// Both quorums (3 + 3) are placed, not one gang's quorum with its elastic pods; then the
+// elastic pods get what is left.
+func TestQuorumsNotYetAttemptedHoldElasticPodsBack(t *testing.T) {
+	e := newEnv(t, envOptions{reservationDelay: time.Hour})
+	e.createGang(gang{name: "first", groups: []group{{name: "w", min: 3, replicas: 6, cpu: "1"}}})
+	e.createGang(gang{name: "second", groups: []group{{name: "w", min: 3, replicas: 6, cpu: "1"}}})
+	e.boundCounts(map[string]int{"first": 0, "second": 0})
+	var nodes []node
+	for i := range 6 {
+		nodes = append(nodes, node{name: fmt.Sprintf("n%d", i), cpu: "1"})
+	}
+	e.addNodes(nodes...)
+	e.boundCounts(map[string]int{"first": 3, "second": 3})
+	nodes = nodes[:0]
+	for i := 6; i < 12; i++ {
+		nodes = append(nodes, node{name: fmt.Sprintf("n%d", i), cpu: "1"})
+	}
+	e.addNodes(nodes...)
+	e.boundCounts(map[string]int{"first": 6, "second": 6})
+}

@@ -16,28 +16,110 @@ import (
 
 // Quorums before elastic pods. A member beyond its PodGroup's minReplicas (an elastic pod of a
 // gang whose quorum has nodes) is best effort: it must not take room another gang of the same
-// or a higher priority needs to reach its quorum. So while such a gang waits for its quorum,
-// elastic pods wait too — unless that gang could not fit even on empty nodes, in which case
-// holding room back would help nobody. Quorums are placed in queue order (priority, then age)
-// as room appears; elastic pods get what is left once no quorum waits.
+// or a higher priority needs to reach its quorum. A quorum waits from the moment its members
+// are in the scheduling queue (they passed every PreEnqueue plugin), not only once an attempt
+// found it short of room: when room appears in a cluster that had none, the first gang
+// attempted would otherwise hand it to its elastic pods before the next gang is even tried.
+// So while such a gang waits for its quorum, elastic pods wait too — unless that gang could not
+// fit even on empty nodes (holding room back would help nobody), is held out of the queue (a
+// missing ResourceClaim, a back-off of another plugin), or is mid-attempt and its remaining
+// members no longer fit the free room (the attempt is failing). Quorums are placed in queue
+// order (priority, then age) as room appears; elastic pods get what is left once no quorum
+// waits.
 
 // elasticWaits returns why the elastic member pod of gang key may not be placed now ("" when
-// it may): a waiting quorum of the same or a higher priority that fits the cluster.
+// it may): a waiting quorum of the same or a higher priority that could use the room.
 func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
 	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key) {
-		if p.ledger.UnplaceableSince(w.Key).IsZero() || w.Gang.Quorum.Assumed() > 0 {
-			// Not (yet) found short of room by this scheduler — perhaps held out of the queue
-			// for another reason — or mid-attempt: waiting on it could wait forever.
-			continue
-		}
-		if p.nodesToReserve(w.Pod, w.Key, w.Gang, nodeInfos) == nil {
-			// Not even the empty nodes hold it: it cannot use the room now either.
+		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
 		return fmt.Sprintf("pod %s is beyond its PodGroup's minReplicas; it waits while PodGang %s, of the same or a higher priority, waits for its quorum: %s",
 			pod.Name, w.Key, w.Gang.Quorum.Progress())
 	}
 	return ""
+}
+
+// quorumWaits reports whether the waiting quorum w holds elastic pods back.
+func (p *Plugin) quorumWaits(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) bool {
+	if w.Gang.Quorum.Assumed() > 0 {
+		// Mid-attempt: it was checked to fit when the attempt started; it holds the room only
+		// while its remaining members still fit it (a failing attempt must not, or elastic
+		// pods would wait on a gang that cannot finish).
+		return p.wholeGangFits(w.Pod, w.Key, w.Gang.Quorum, nodeInfos) == "" && p.fitsDomains(w.Pod, w.Key, w.Gang, nodeInfos, false)
+	}
+	if !p.queued.has(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() {
+		// Neither in the queue nor found short of room by this scheduler.
+		return false
+	}
+	if why := p.heldAtPreEnqueue(w.Pod); why != "" {
+		// Another plugin keeps it out of the queue: it cannot use the room now.
+		return false
+	}
+	// Not even the empty nodes hold it: it cannot use the room now either.
+	return p.nodesToReserve(w.Pod, w.Key, w.Gang, nodeInfos) != nil
+}
+
+// preEnqueueLister is the framework's view of its PreEnqueue plugins.
+type preEnqueueLister interface {
+	PreEnqueuePlugins() []fwk.PreEnqueuePlugin
+}
+
+// heldAtPreEnqueue returns why a PreEnqueue plugin other than this one keeps pod out of the
+// active queue now ("" when none does). The gang's own back-off does not count: a gang that
+// backs off still waits for its quorum.
+func (p *Plugin) heldAtPreEnqueue(pod *v1.Pod) string {
+	l, ok := p.handle.(preEnqueueLister)
+	if !ok {
+		return ""
+	}
+	for _, pl := range l.PreEnqueuePlugins() {
+		if pl.Name() == Name {
+			continue
+		}
+		if st := pl.PreEnqueue(p.ctx, pod); !st.IsSuccess() {
+			return fmt.Sprintf("%s: %s", pl.Name(), st.Message())
+		}
+	}
+	return ""
+}
+
+// queuedGangs holds the gangs whose members passed PreEnqueue since the gang plugin last
+// attempted one of them: their quorums are in the queue, about to be tried.
+type queuedGangs struct {
+	mu   sync.RWMutex
+	keys map[string]struct{}
+}
+
+func (q *queuedGangs) add(key string) {
+	q.mu.RLock()
+	_, ok := q.keys[key]
+	q.mu.RUnlock()
+	if ok {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.keys == nil {
+		q.keys = map[string]struct{}{}
+	}
+	q.keys[key] = struct{}{}
+}
+
+// remove reports whether key was there.
+func (q *queuedGangs) remove(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.keys[key]
+	delete(q.keys, key)
+	return ok
+}
+
+func (q *queuedGangs) has(key string) bool {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	_, ok := q.keys[key]
+	return ok
 }
 
 // Quorums in queue order. A gang whose attempt starts lets a waiting quorum ahead of it in the
@@ -57,9 +139,14 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 		if w.Priority == prio && !p.queuedBefore(w.Key, key) {
 			continue
 		}
-		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 || p.ledger.UnplaceableSince(w.Key).IsZero() {
+		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.
+			continue
+		}
+		if !p.queued.has(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {
+			// Neither in the queue nor found short of room, or kept out of the queue by
+			// another plugin: it would not take the room.
 			continue
 		}
 		if checked++; checked > aheadChecked {

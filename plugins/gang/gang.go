@@ -58,6 +58,9 @@ type Plugin struct {
 	elastic elasticWaiting
 	// missing tells pods whose PodGang or PodGroup does not exist why they wait.
 	missing *missingGangReporter
+
+	// queued holds gangs whose quorums are in the scheduling queue, not yet attempted.
+	queued queuedGangs
 }
 
 var (
@@ -286,6 +289,8 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"the gang backs off until %s after a failed attempt: %s", until.Format(time.RFC3339), reason))
 	}
+	// Its quorum now waits in the queue: elastic pods of other gangs keep its room free.
+	p.queued.add(key)
 	return nil
 }
 
@@ -304,6 +309,9 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	if missing := g.Quorum.Missing(); missing != "" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missing)
 	}
+	// Attempted: from here the ledger tells whether its quorum waits (short of room, or
+	// mid-attempt).
+	p.queued.remove(key)
 	v := p.ledger.Admit(key, pod.UID, group, g.Quorum)
 	switch v.Kind {
 	case ledger.BackOff, ledger.Defer:
@@ -373,7 +381,15 @@ func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // backs off; a gang that holds nothing just stays pending and says why.
 func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	s := readState(state)
-	if s == nil || s.extra {
+	if s == nil {
+		// Another plugin turned the member away before this one admitted it: its quorum is no
+		// longer counted as waiting in the queue, and elastic pods that waited for it retry.
+		if key, _, ok := gangcache.GangKey(pod); ok && p.queued.remove(key) {
+			p.retryElastic()
+		}
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if s.extra {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	g, found := p.gangs.Get(s.key)
@@ -580,11 +596,13 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 			}
 		}
 		p.queueTimes.remove(key)
+		p.queued.remove(key)
 		p.release(key)
 		p.status.enqueue(key)
 		p.retryElastic()
 	case gangcache.MembersChanged:
 		p.status.enqueue(key)
+		p.releaseIfNotWaiting(key)
 		// A waiting gang that lost members may no longer hold elastic members back.
 		if g, ok := p.gangs.Get(key); ok && !g.Quorum.Held() {
 			p.retryElastic()

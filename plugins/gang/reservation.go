@@ -39,8 +39,9 @@ func (p *Plugin) reserveIfStarving(pod *v1.Pod, key string, g gangcache.Gang, no
 		p.release(key)
 		return ""
 	}
-	r := &gangcache.Reservation{Key: key, Priority: corev1helpers.PodPriority(pod), Since: since, Nodes: nodes,
-		Expires: now.Add(delay + p.args.MaxBackoff.Duration)}
+	prio := corev1helpers.PodPriority(pod)
+	r := &gangcache.Reservation{Key: key, Priority: prio, Since: since, Nodes: nodes,
+		Expires: now.Add(delay + p.args.MaxBackoff.Duration), Yields: p.reservationYields(key, prio)}
 	if !p.gangs.Reserve(r, now) {
 		return ""
 	}
@@ -115,6 +116,33 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 		return nil
 	}
 	return nodes
+}
+
+// reservationYields lets the waiting quorums that queue ahead of gang holder (same priority,
+// older) use its reserved nodes: the reservation is there so that gangs arriving later do not
+// starve it, not to leave nodes idle that a gang waiting longer in the queue could use now.
+// Elastic pods of gangs whose quorum holds nodes still keep off.
+func (p *Plugin) reservationYields(holder string, holderPrio int32) func(string, int32) bool {
+	return func(key string, prio int32) bool {
+		if prio != holderPrio || !p.queuedBefore(key, holder) {
+			return false
+		}
+		g, ok := p.gangs.Get(key)
+		return ok && g.Quorum.Missing() == "" && !g.Quorum.Held()
+	}
+}
+
+// releaseIfNotWaiting ends the reservation of a gang that can no longer be attempted (its
+// quorum lost members, or a member was gated): no attempt of it renews the reservation, which
+// would otherwise keep the nodes idle until it expires.
+func (p *Plugin) releaseIfNotWaiting(key string) {
+	if r := p.gangs.Reservation(); r == nil || r.Key != key {
+		return
+	}
+	if g, ok := p.gangs.Get(key); ok && g.Quorum.Missing() == "" {
+		return
+	}
+	p.release(key)
 }
 
 // release ends the gang's reservation. The gangs it kept off its nodes are not told by any

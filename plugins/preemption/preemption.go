@@ -64,6 +64,8 @@ type Plugin struct {
 	pods     corelisters.PodLister
 	pdbs     policylisters.PodDisruptionBudgetLister
 	inflight *inflight
+	// api is how victims are marked and deleted.
+	api podAPI
 	// evict deletes the victims; a field so tests of the decision need no API server.
 	evict func(ctx context.Context, preemptor preemptorInfo, victims []Unit, unitPods [][]*v1.Pod)
 }
@@ -100,6 +102,7 @@ func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		pdbs:     h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister(),
 		inflight: newInflight(),
 	}
+	p.api = handleAPI{h: h}
 	p.evict = p.evictUnits
 	return p, nil
 }
@@ -170,6 +173,19 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 		gang: gangRef(g.PodGang.Namespace, g.PodGang.Name, g.PodGang.UID)}
 	prob := Problem{Demand: demands, Tree: placement.NewTree(&g.PodGang.Spec), Held: p.gangs.HeldNodes(key),
 		DomainKey: g.PodGang.Spec.TopologyConstraint.Required()}
+	if prob.DomainKey == "" {
+		// The domain the PodGangs of its PodCliqueSet replica share is as required as its own.
+		prob.DomainKey = g.PodGang.Spec.SharedTopologyConstraint.Required()
+	}
+	prob.Shared, prob.SharedBy = p.gangs.SharedNodes(key)
+	// Devices its members' claims already hold pin the domains of the PodGroups using them, as
+	// they do for the topology plugin: victims elsewhere would be evicted for nothing.
+	for group, anchors := range p.gangs.DeviceAdvice(key, g, pod, nodeInfos).Anchors {
+		if prob.Held == nil {
+			prob.Held = map[string][]string{}
+		}
+		prob.Held[group] = append(prob.Held[group], anchors...)
+	}
 	prob.Nodes = problemNodes(nodeInfos, classes.Allowed)
 	units, unitPods, freeing := p.victimUnits(nodeInfos, preemptor)
 	prob.Units = units

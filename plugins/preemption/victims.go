@@ -45,8 +45,14 @@ type Problem struct {
 	// Tree, when constrained, holds the preemptor's pack constraints: freed room counts only if
 	// the required domains hold the whole demand.
 	Tree *placement.Tree
-	// Held lists the preemptor's members already placed, per PodGroup (they pin its domains).
+	// Held lists the preemptor's members already placed, per PodGroup, and the nodes of
+	// devices already allocated to claims its members use: they pin its domains.
 	Held map[string][]string
+	// Shared lists the nodes of the other PodGangs of its shared group
+	// (spec.sharedTopologyConstraint), SharedBy names one: they pin the domain the group
+	// shares, so room freed elsewhere does not count.
+	Shared   []string
+	SharedBy string
 	// DomainKey is the label of the preemptor's gang-wide required domain: victims are then
 	// chosen inside one domain value at a time, so that nothing is evicted elsewhere. PerNode
 	// does the same per node (a single pod). Neither: victims may come from every node.
@@ -202,7 +208,7 @@ func (s *selector) fits(victims []int) bool {
 		for _, d := range s.p.Demand {
 			demand[d.Group] = d
 		}
-		_, unfit := placement.Choose(placement.Input{Tree: s.p.Tree, Nodes: nodes, Demand: demand, Held: s.p.Held})
+		_, unfit := placement.Choose(placement.Input{Tree: s.p.Tree, Nodes: nodes, Demand: demand, Held: s.p.Held, Shared: s.p.Shared, SharedBy: s.p.SharedBy})
 		return unfit == nil
 	}
 	free := make([]capacity.Resources, len(nodes))

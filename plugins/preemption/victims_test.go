@@ -36,6 +36,14 @@ func rackGang(n int32) *placement.Tree {
 	})
 }
 
+// sharedRackGang is a scaled PodGang of a PodCliqueSet replica whose PodGangs share one rack.
+func sharedRackGang(n int32) *placement.Tree {
+	return placement.NewTree(&v1alpha1.PodGangSpec{
+		SharedTopologyConstraint: &v1alpha1.SharedTopologyConstraint{Group: "replica-0", PackConstraint: &v1alpha1.TopologyPackConstraint{Required: ptr.To("rack")}},
+		PodGroups:                []v1alpha1.PodGroup{{Name: "w", MinReplicas: n}},
+	})
+}
+
 func TestSelect(t *testing.T) {
 	full := func(names ...string) []placement.Node {
 		racks := map[string]string{"n0": "r1", "n1": "r1", "n2": "r2", "n3": "r2"}
@@ -138,6 +146,24 @@ func TestSelect(t *testing.T) {
 				Units: []Unit{unit("spread", 1, on("n1", 1000), on("n2", 1000)), unit("r2-pod", 3, on("n3", 1000))},
 			},
 			want: []string{"spread", "r2-pod"}, domain: "r2",
+		},
+		{
+			name: "shared rack: evicts inside the rack the PodCliqueSet replica's other PodGangs pinned, though another is cheaper",
+			problem: Problem{
+				Nodes:  []placement.Node{node("base", "r1", 0), node("n0", "r1", 0), node("n1", "r1", 0), node("n2", "r2", 0), node("n3", "r2", 0)},
+				Demand: pods(2), Tree: sharedRackGang(2), DomainKey: "rack", Shared: []string{"base"}, SharedBy: "replica-0",
+				Units: []Unit{unit("r1-gang", 3, on("n0", 1000), on("n1", 1000)), unit("r2-gang", 1, on("n2", 1000), on("n3", 1000))},
+			},
+			want: []string{"r1-gang"}, domain: "r1",
+		},
+		{
+			name: "required rack: devices already allocated to the gang's claims pin the rack",
+			problem: Problem{
+				Nodes:  full("n0", "n1", "n2", "n3"),
+				Demand: pods(2), Tree: rackGang(2), DomainKey: "rack", Held: map[string][]string{"w": {"n0"}},
+				Units: []Unit{unit("r1-gang", 3, on("n0", 1000), on("n1", 1000)), unit("r2-gang", 1, on("n2", 1000), on("n3", 1000))},
+			},
+			want: []string{"r1-gang"}, domain: "r1",
 		},
 		{
 			name: "one pod: the node whose victims are cheapest",

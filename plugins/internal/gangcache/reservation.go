@@ -22,12 +22,16 @@ type Reservation struct {
 	// Expires ends a reservation its gang no longer renews (it is renewed on every failed
 	// attempt of the gang).
 	Expires time.Time
+	// Yields, when set, names gangs of no higher priority the reservation does not hold back:
+	// waiting quorums that queue ahead of its gang may use the nodes now rather than leave them
+	// idle (only gangs that came later starve it).
+	Yields func(key string, prio int32) bool
 }
 
 // Excludes reports whether the reservation keeps a member of gang key, of priority prio, off
 // node at now.
 func (r *Reservation) Excludes(key string, prio int32, node string, now time.Time) bool {
-	return r.Active(now) && r.Key != key && prio <= r.Priority && r.Nodes.Has(node)
+	return r.Active(now) && r.Key != key && prio <= r.Priority && r.Nodes.Has(node) && (r.Yields == nil || !r.Yields(key, prio))
 }
 
 // Active reports whether the reservation holds at now (a nil one never does).

@@ -1,0 +1,168 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
+)
+
+// activations records the pods the plugin hands back to the scheduling queue.
+type activations struct {
+	fwk.Handle
+	pods []string
+}
+
+func (a *activations) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	for k := range pods {
+		a.pods = append(a.pods, k)
+	}
+}
+
+func testPlugin(t *testing.T) (*Plugin, *activations) {
+	t.Helper()
+	h := &activations{}
+	gangs := &gangcache.Shared{Cache: gangcache.New()}
+	l := ledger.New(clock.RealClock{}, ledger.Policy{InitialBackoff: time.Second, MaxBackoff: time.Minute, EventInterval: time.Minute})
+	p := &Plugin{ctx: context.Background(), handle: h, gangs: gangs, ledger: l, status: newStatusWriter(gangs, l, nil, nil)}
+	gangs.AddListener(p.onGangEvent)
+	return p, h
+}
+
+// addGang adds PodGang ns/name with one PodGroup "w" of minReplicas min and its pods: bound
+// ones on nodes, then pending ones, all of priority prio.
+func addGang(p *Plugin, name string, min int32, prio int32, bound, pending int) []*v1.Pod {
+	p.gangs.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
+		Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: min}}}})
+	var pods []*v1.Pod
+	for i := range bound + pending {
+		pod := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("%s-%d", name, i), UID: types.UID(fmt.Sprintf("%s-%d", name, i)),
+				Labels: map[string]string{common.LabelPodGang: name, common.LabelPodClique: "w"}},
+			Spec: v1.PodSpec{Priority: ptr.To(prio)},
+		}
+		if i < bound {
+			pod.Spec.NodeName = fmt.Sprintf("node-%s-%d", name, i)
+		}
+		p.gangs.UpsertPod(pod)
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+// A reservation holds back gangs that came after its gang, not waiting quorums that queue ahead
+// of it: those may use the reserved nodes now rather than leave them idle.
+func TestReservationYieldsToWaitingQuorumsAheadOfIt(t *testing.T) {
+	p, _ := testPlugin(t)
+	addGang(p, "holder", 4, 0, 0, 4)
+	addGang(p, "older", 2, 0, 0, 2)
+	addGang(p, "younger", 2, 0, 0, 2)
+	addGang(p, "older-elastic", 1, 0, 1, 2)
+	addGang(p, "older-incomplete", 3, 0, 0, 2)
+	addGang(p, "older-low", 2, -1, 0, 2)
+	for key, at := range map[string]time.Duration{"ns/holder": time.Second, "ns/older": 0, "ns/younger": 2 * time.Second,
+		"ns/older-elastic": 0, "ns/older-incomplete": 0, "ns/older-low": 0} {
+		p.setQueueTime(key, t0.Add(at))
+	}
+	now := time.Now()
+	r := &gangcache.Reservation{Key: "ns/holder", Priority: 0, Since: now, Nodes: sets.New("n1"), Expires: now.Add(time.Hour),
+		Yields: p.reservationYields("ns/holder", 0)}
+	tests := []struct {
+		key      string
+		prio     int32
+		node     string
+		excluded bool
+	}{
+		{key: "ns/older", prio: 0, node: "n1", excluded: false},
+		{key: "ns/younger", prio: 0, node: "n1", excluded: true},
+		{key: "ns/older-elastic", prio: 0, node: "n1", excluded: true},
+		{key: "ns/older-incomplete", prio: 0, node: "n1", excluded: true},
+		{key: "ns/older-low", prio: -1, node: "n1", excluded: true},
+		{key: "ns/younger", prio: 0, node: "n2", excluded: false},
+		{key: "ns/holder", prio: 0, node: "n1", excluded: false},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s on %s", tc.key, tc.node), func(t *testing.T) {
+			assert.Equal(t, tc.excluded, r.Excludes(tc.key, tc.prio, tc.node, now))
+		})
+	}
+}
+
+// A reservation whose gang lost a member of its quorum ends at once: nothing renews it until
+// the gang is whole again, and the nodes would sit idle until it expired.
+func TestReservationEndsWhenItsGangCannotBeAttempted(t *testing.T) {
+	p, h := testPlugin(t)
+	holder := addGang(p, "holder", 2, 0, 0, 3)
+	addGang(p, "other", 2, 0, 0, 2)
+	now := time.Now()
+	require.True(t, p.gangs.Reserve(&gangcache.Reservation{Key: "ns/holder", Nodes: sets.New("n1"), Since: now, Expires: now.Add(time.Hour)}, now))
+
+	// One pod beyond the quorum goes: the gang still waits, the reservation holds.
+	p.gangs.DeletePod(holder[2])
+	require.NotNil(t, p.gangs.Reservation(), "the quorum is still present")
+	// A quorum member goes: the gang cannot be attempted.
+	p.gangs.DeletePod(holder[1])
+	assert.Nil(t, p.gangs.Reservation())
+	assert.Contains(t, h.pods, "ns/other-0", "the gangs it held back are retried")
+}
+
+// TestQueueingHints covers the plugin's EventsToRegister hint: a freed pod or a new node
+// requeues a turned-away member unless its gang backs off (its timer brings it back) or another
+// pending member scouts for its gang.
+func TestQueueingHints(t *testing.T) {
+	p, _ := testPlugin(t)
+	scouted := addGang(p, "scouted", 2, 0, 0, 2)
+	p.gangs.SetScout("ns/scouted", scouted[0].UID)
+	backingOff := addGang(p, "backing-off", 2, 0, 0, 2)
+	g, ok := p.gangs.Get("ns/backing-off")
+	require.True(t, ok)
+	require.NotNil(t, p.ledger.Lost("ns/backing-off", backingOff[0].UID, 1, g.Quorum, time.Minute), "a lost member fails the attempt")
+	plain := addGang(p, "plain", 2, 0, 0, 2)
+	outside := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "outside"}}
+
+	events, err := p.EventsToRegister(context.Background())
+	require.NoError(t, err)
+	require.Len(t, events, 2)
+	freedPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}, Spec: v1.PodSpec{NodeName: "n1"}}
+	newNode := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		want fwk.QueueingHint
+	}{
+		{name: "a pod outside gangs", pod: outside, want: fwk.Queue},
+		{name: "a member of a gang nothing holds back", pod: plain[1], want: fwk.Queue},
+		{name: "the gang's scout", pod: scouted[0], want: fwk.Queue},
+		{name: "a member another pending member scouts for", pod: scouted[1], want: fwk.QueueSkip},
+		{name: "a member of a gang that backs off", pod: backingOff[1], want: fwk.QueueSkip},
+	}
+	for _, ev := range events {
+		oldObj, newObj := any(freedPod), any(nil)
+		if ev.Event.Resource == fwk.Node {
+			oldObj, newObj = nil, newNode
+		}
+		for _, tc := range tests {
+			t.Run(fmt.Sprintf("%s: %s", ev.Event.Resource, tc.name), func(t *testing.T) {
+				got, err := ev.QueueingHintFn(klog.Background(), tc.pod, oldObj, newObj)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, got)
+			})
+		}
+	}
+}
