@@ -58,7 +58,6 @@ type Plugin struct {
 	elastic elasticWaiting
 	// missing tells pods whose PodGang or PodGroup does not exist why they wait.
 	missing *missingGangReporter
-
 	// queued holds gangs whose quorums are in the scheduling queue, not yet attempted.
 	queued queuedGangs
 }
@@ -520,7 +519,7 @@ func (p *Plugin) permitTimeout(g gangcache.Gang) time.Duration {
 // abandon rejects every waiting member of a failed attempt at once, backs the gang off and
 // brings it back when the back-off ends.
 func (p *Plugin) abandon(key string, f *ledger.Failure) {
-	schedmetrics.AttemptAbandoned()
+	schedmetrics.AttemptAbandoned(f.Cause)
 	for _, uid := range f.Reject {
 		if wp := p.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, f.Reason)

@@ -40,6 +40,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
@@ -201,6 +202,7 @@ func (p *Plugin) preemptForPod(ctx context.Context, state fwk.CycleState, pod *v
 		nominatedStatus = statuses.Get(pod.Status.NominatedNodeName)
 	}
 	if eligible, why := p.plain.PodEligibleToPreemptOthers(ctx, pod, nominatedStatus); !eligible {
+		schedmetrics.Preemption(schedmetrics.PreemptorPod, schedmetrics.PreemptionRefused)
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+why)
 	}
 	result, status := p.plain.PostFilter(ctx, state, pod, statuses)
@@ -238,19 +240,27 @@ func (p *Plugin) preemptForPod(ctx context.Context, state fwk.CycleState, pod *v
 // that was freed for it; a gang gets the freed nodes reserved against gangs that do not outrank
 // it, so the room adds up until its whole quorum fits.
 func (p *Plugin) decide(ctx context.Context, state fwk.CycleState, preemptor preemptorInfo, prob Problem, unitPods [][]*v1.Pod, nominate bool) (*fwk.PostFilterResult, *fwk.Status) {
+	who := schedmetrics.PreemptorPod
+	if preemptor.gang != nil {
+		who = schedmetrics.PreemptorGang
+	}
 	choice, outcome := Select(prob)
 	switch outcome {
 	case FitsAlready:
+		schedmetrics.Preemption(who, schedmetrics.PreemptionNotNeeded)
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not needed: the room is there, or is being freed by terminating pods")
 	case NotEnough:
+		schedmetrics.Preemption(who, schedmetrics.PreemptionNotEnough)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"preemption: evicting every lower-priority gang and pod (%d) would not make %s fit", len(prob.Units), preemptor.what))
 	}
 	if nominate {
 		if st := p.checkNode(ctx, state, preemptor.pod, choice.Domain, choice.Victims, unitPods); !st.IsSuccess() {
+			schedmetrics.Preemption(who, schedmetrics.PreemptionRefused)
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+st.Message())
 		}
 	}
+	schedmetrics.Preemption(who, schedmetrics.PreemptionEvicting)
 	victims := make([]Unit, len(choice.Victims))
 	pods := make([][]*v1.Pod, len(choice.Victims))
 	var names []string

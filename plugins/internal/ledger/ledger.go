@@ -186,7 +186,20 @@ type Failure struct {
 	Reject  []types.UID
 	Backoff time.Duration
 	Reason  string
+	// Cause is a short machine-readable kind of Reason (one of the Cause* constants), for
+	// metrics.
+	Cause string
 }
+
+// Kinds of a failed attempt.
+const (
+	// CausePermitTimeout: members waited at the Permit barrier longer than the gang's timeout.
+	CausePermitTimeout = "permit_timeout"
+	// CauseMemberLost: a member was rejected or its binding failed before the gang was complete.
+	CauseMemberLost = "member_lost"
+	// CauseNoNode: a member fits no node and the quorum can no longer be reached in this attempt.
+	CauseNoNode = "no_node"
+)
 
 // Lost records that a member admitted under epoch lost its node (Permit timeout, rejection,
 // failed binding). Before the barrier is released that abandons the attempt; after, the member
@@ -200,11 +213,11 @@ func (l *Ledger) Lost(key string, uid types.UID, epoch uint64, q Quorum, timeout
 		return nil
 	}
 	delete(g.waiting, uid)
-	reason := fmt.Sprintf("a member lost its node before the gang was complete; %s", q.Progress())
+	reason, cause := fmt.Sprintf("a member lost its node before the gang was complete; %s", q.Progress()), CauseMemberLost
 	if waited := l.clock.Since(g.attemptStart); !g.attemptStart.IsZero() && waited >= timeout {
-		reason = fmt.Sprintf("timed out after %s at the Permit barrier; %s", timeout, q.Progress())
+		reason, cause = fmt.Sprintf("timed out after %s at the Permit barrier; %s", timeout, q.Progress()), CausePermitTimeout
 	}
-	return l.fail(g, reason)
+	return l.fail(g, reason, cause)
 }
 
 // NoNode records that a member admitted under epoch fits no node. When the gang can no longer
@@ -227,15 +240,15 @@ func (l *Ledger) NoNode(key, group string, epoch uint64, q Quorum, why string) *
 	if reachable || q.Assumed() == 0 {
 		return nil
 	}
-	return l.fail(g, fmt.Sprintf("%s; %s", why, q.Progress()))
+	return l.fail(g, fmt.Sprintf("%s; %s", why, q.Progress()), CauseNoNode)
 }
 
-func (l *Ledger) fail(g *gang, reason string) *Failure {
+func (l *Ledger) fail(g *gang, reason, cause string) *Failure {
 	now := l.clock.Now()
 	g.failures++
 	// Counting consecutive failures shows that the gang keeps being retried.
 	reason = fmt.Sprintf("attempt %d failed: %s", g.failures, reason)
-	f := &Failure{Reject: keys(g.waiting), Reason: reason}
+	f := &Failure{Reject: keys(g.waiting), Reason: reason, Cause: cause}
 	g.epoch++
 	g.waiting = map[types.UID]struct{}{}
 	g.deferred = map[types.UID]struct{}{}

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 )
 
 // Reasons a gang waits (label "reason" of grove_scheduler_gangs_waiting).
@@ -38,9 +40,12 @@ var (
 	permitWaits = metrics.NewCounter(&metrics.CounterOpts{
 		Name: "grove_scheduler_permit_waits_total", Help: "Gang members held at the Permit barrier to wait for the rest of their quorum.",
 		StabilityLevel: metrics.ALPHA})
-	attemptsAbandoned = metrics.NewCounter(&metrics.CounterOpts{
-		Name: "grove_scheduler_gang_attempts_abandoned_total", Help: "Gang placement attempts given up after members waited at Permit (timeout, rejection or failed binding); none of the gang is bound.",
-		StabilityLevel: metrics.ALPHA})
+	attemptsAbandoned = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "grove_scheduler_gang_attempts_abandoned_total", Help: "Gang placement attempts given up after members waited at Permit, by cause: permit_timeout, member_lost (rejected or binding failed), no_node (the quorum can no longer be reached); none of the gang is bound.",
+		StabilityLevel: metrics.ALPHA}, []string{"cause"})
+	preemptions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "grove_scheduler_preemptions_total", Help: "Preemption attempts of GangPreemption, by preemptor (gang, pod) and outcome: evicting (whole victims chosen), not_needed (the room is there or being freed), not_enough (evicting every lower-priority workload would not make it fit), refused (not eligible, or the freed node would still not take it).",
+		StabilityLevel: metrics.ALPHA}, []string{"preemptor", "outcome"})
 	reservationsActive = metrics.NewGauge(&metrics.GaugeOpts{
 		Name: "grove_scheduler_reservations_active", Help: "Node reservations held for a starving PodGang (0 or 1).",
 		StabilityLevel: metrics.ALPHA})
@@ -52,7 +57,16 @@ var register sync.Once
 // plugins).
 func Register() {
 	register.Do(func() {
-		legacyregistry.MustRegister(gangsWaiting, quorumBound, gangsPlaced, placementScore, permitWaits, attemptsAbandoned, reservationsActive)
+		legacyregistry.MustRegister(gangsWaiting, quorumBound, gangsPlaced, placementScore, permitWaits, attemptsAbandoned, preemptions, reservationsActive)
+		// Every series a dashboard panel sums exists from the start, at 0.
+		for _, c := range []string{ledger.CausePermitTimeout, ledger.CauseMemberLost, ledger.CauseNoNode} {
+			attemptsAbandoned.WithLabelValues(c)
+		}
+		for _, who := range []string{PreemptorGang, PreemptorPod} {
+			for _, o := range []string{PreemptionEvicting, PreemptionNotNeeded, PreemptionNotEnough, PreemptionRefused} {
+				preemptions.WithLabelValues(who, o)
+			}
+		}
 		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonDRA, ReasonReservedForOther, ReasonBinding} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
@@ -121,8 +135,21 @@ func ObservePlaced(firstPod time.Time, packKey string, score *float64) {
 // PermitWait counts a member held at the Permit barrier.
 func PermitWait() { permitWaits.Inc() }
 
-// AttemptAbandoned counts a gang attempt given up.
-func AttemptAbandoned() { attemptsAbandoned.Inc() }
+// AttemptAbandoned counts a gang attempt given up, by its ledger.Failure cause.
+func AttemptAbandoned(cause string) { attemptsAbandoned.WithLabelValues(cause).Inc() }
+
+// Labels of grove_scheduler_preemptions_total.
+const (
+	PreemptorGang       = "gang"
+	PreemptorPod        = "pod"
+	PreemptionEvicting  = "evicting"
+	PreemptionNotNeeded = "not_needed"
+	PreemptionNotEnough = "not_enough"
+	PreemptionRefused   = "refused"
+)
+
+// Preemption counts one preemption attempt's outcome.
+func Preemption(preemptor, outcome string) { preemptions.WithLabelValues(preemptor, outcome).Inc() }
 
 // SetReservation reports whether a reservation is held.
 func SetReservation(held bool) {
