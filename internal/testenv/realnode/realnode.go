@@ -207,7 +207,9 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (n *Node, err 
 	return n, nil
 }
 
-func (n *Node) path(parts ...string) string { return filepath.Join(append([]string{n.Dir}, parts...)...) }
+func (n *Node) path(parts ...string) string {
+	return filepath.Join(append([]string{n.Dir}, parts...)...)
+}
 
 func (n *Node) startContainerd(ctx context.Context) error {
 	n.Socket = n.path("containerd.sock")
