@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ai-dynamo/grove/internal/version"
 )
 
 // Defaults of the operator configuration.
@@ -19,12 +21,16 @@ const (
 	DefaultNamespace         = "grove-system"
 	DefaultLeaseName         = "grove-operator-leader-election"
 	DefaultConcurrentSyncs   = 4
-	DefaultStartupWaiterImg  = "ghcr.io/ai-dynamo/grove/grove-operator:latest"
 	DefaultPprofBindAddress  = "127.0.0.1:2753"
 	// UpstreamTopologyName is the ClusterTopology upstream Grove keeps from
 	// topologyAwareScheduling.levels.
 	UpstreamTopologyName = "grove-topology"
 )
+
+// DefaultStartupWaiterImg is this build's own grove-operator image (its wait-for-cliques
+// command is the startup waiter): <registry>/grove-operator:<Grove version>, the registry
+// being the one `make images IMAGE_REGISTRY=...` stamped into the binary.
+var DefaultStartupWaiterImg = version.Image("grove-operator")
 
 // SetDefaults_OperatorConfiguration fills unset fields with their defaults.
 //
