@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -327,24 +328,36 @@ func copyChart(t *testing.T, src, v string) string {
 // its own, and afterwards the cluster holds exactly what it held before the install.
 func (e *env) testUninstall(t *testing.T, before map[string]bool) {
 	ctx := context.Background()
+	step := time.Now()
+	logStep := func(what string) {
+		t.Logf("%s took %s", what, time.Since(step).Round(100*time.Millisecond))
+		step = time.Now()
+	}
 	for _, list := range []client.ObjectList{&corev1alpha1.PodCliqueSetList{}, &corev1alpha1.ClusterTopologyList{}} {
 		require.NoError(t, e.deleteAllAndWait(ctx, list))
+		logStep(fmt.Sprintf("deleting %T", list))
 	}
 	uninstall := action.NewUninstall(e.helm(t))
-	uninstall.WaitStrategy, uninstall.Timeout = waitStrategy, 3*time.Minute
+	// As `helm uninstall` without --wait: Helm 4's watcher never sees cluster-scoped objects
+	// that were deleted before its namespaced watch started, and waits out its timeout. The
+	// namespace deletion below waits for the programs' pods instead.
+	uninstall.WaitStrategy, uninstall.Timeout = kube.HookOnlyStrategy, 3*time.Minute
 	_, err := uninstall.Run(release)
 	require.NoError(t, err, "helm uninstall")
+	logStep("helm uninstall")
 	require.NoError(t, e.cl.DeleteAllOf(ctx, &apiextensionsv1.CustomResourceDefinition{}, client.MatchingLabels{"app.kubernetes.io/part-of": "grove"}))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var crds apiextensionsv1.CustomResourceDefinitionList
 		err := e.cl.List(ctx, &crds, client.MatchingLabels{"app.kubernetes.io/part-of": "grove"})
 		return err == nil && len(crds.Items) == 0, nil
 	}), "the CRDs were not deleted")
+	logStep("deleting the CRDs")
 	require.NoError(t, e.cl.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := e.cl.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), nil
 	}), "namespace %s was not deleted", namespace)
+	logStep("deleting the namespace")
 
 	var left []string
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
