@@ -232,6 +232,31 @@ func (e *env) testGang(t *testing.T) {
 	var gangs schedv1alpha1.PodGangList
 	require.NoError(t, e.cl.List(ctx, &gangs, client.InNamespace(workloadNS), client.MatchingLabels{common.LabelPartOfKey: "gang"}))
 	require.Len(t, gangs.Items, 1)
+
+	// A second gang of two 3-CPU pods finds one free CPU per node: grove-scheduler finds it
+	// unschedulable and binds neither pod, not one of the two.
+	require.NoError(t, e.cl.Create(ctx, pcs("too-big", 1, withMin(clique("worker", 2, "3", false), 2))))
+	var pending []corev1.Pod
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var list corev1.PodList
+		if err := e.cl.List(ctx, &list, client.InNamespace(workloadNS), client.MatchingLabels{common.LabelPartOfKey: "too-big"}); err != nil {
+			return false, nil
+		}
+		pending = list.Items
+		return len(pending) == 2 && slices.ContainsFunc(pending, unschedulable), nil
+	}), "too-big: pods %s", podSummary(pending))
+	for _, p := range pending {
+		assert.Empty(t, p.Spec.NodeName, "%s of a gang that does not fit was bound", p.Name)
+	}
+}
+
+func unschedulable(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }
 
 // waitBound waits until the PodCliqueSet has n pods, all bound.
