@@ -104,9 +104,15 @@ func (e *env) testInstall(t *testing.T) {
 	require.NoError(t, err, "helm install\n%s", e.node.LogTail(20))
 
 	e.requireProgramsRunning(t, e.versions[0])
-	// The webhooks are served through the Service with the certificate the operator issued:
-	// the CA bundle is injected, and an invalid PodCliqueSet is refused by the validating webhook.
-	vwc, err := e.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/part-of=grove"})
+	e.requireWebhookRefusesInvalid(t)
+}
+
+// requireWebhookRefusesInvalid checks that the webhooks are served through the Service with
+// the certificate the operator issued: the CA bundle is injected, and an invalid PodCliqueSet
+// is refused by the validating webhook.
+func (e *env) requireWebhookRefusesInvalid(t *testing.T) {
+	ctx := context.Background()
+	vwc, err := e.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	require.NotEmpty(t, vwc.Items)
 	for _, w := range vwc.Items {
@@ -383,7 +389,12 @@ func (e *env) testUninstall(t *testing.T, before map[string]bool) {
 		return apierrors.IsNotFound(err), nil
 	}), "namespace %s was not deleted", namespace)
 	logStep("deleting the namespace")
+	e.requireNothingLeft(t, before)
+}
 
+// requireNothingLeft waits until the cluster holds exactly the objects of before.
+func (e *env) requireNothingLeft(t *testing.T, before map[string]bool) {
+	ctx := context.Background()
 	var left []string
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		left = nil

@@ -276,6 +276,12 @@ func (n *Node) ImportImage(ctx context.Context, tarball string) error {
 	return n.ctr(ctx, "images", "import", "--all-platforms", tarball)
 }
 
+// TagImage gives an imported image another name, as a registry push of the same image
+// under a second tag would.
+func (n *Node) TagImage(ctx context.Context, src, dst string) error {
+	return n.ctr(ctx, "images", "tag", "--force", src, dst)
+}
+
 func (n *Node) startKubelet(ctx context.Context, path string) error {
 	port, err := cluster.FreePort()
 	if err != nil {
