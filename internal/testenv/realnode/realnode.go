@@ -190,8 +190,13 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (n *Node, err 
 	if _, err := os.Stat(kubelet); err != nil {
 		return n, fmt.Errorf("realnode: kubelet binary: %w (run `make realnode-bins`)", err)
 	}
-	// A bridge left by an earlier run that died carries addresses of pods long gone.
+	// A run that died (a panicking test skips every cleanup) left its containers, mounts,
+	// state and bridge behind; its bridge carries addresses of pods long gone.
+	removeStaleNodes()
 	_ = exec.Command("ip", "link", "delete", bridgeName).Run()
+	if err := os.WriteFile(n.path(ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return n, err
+	}
 	if err := n.startContainerd(ctx); err != nil {
 		return n, err
 	}
@@ -456,6 +461,29 @@ func (n *Node) Stop() error {
 	return errors.Join(errs...)
 }
 
+// ownerFile in a node's Dir holds the pid of the process that started the node.
+const ownerFile = "owner.pid"
+
+// removeStaleNodes removes the temporary directories of nodes whose owner process is gone:
+// their shims and containers are killed and their mounts undone first.
+func removeStaleNodes() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "grove-realnode-*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err != nil || cluster.ProcessAlive(pid) {
+			continue
+		}
+		stale := &Node{Dir: dir, Socket: filepath.Join(dir, "containerd.sock")}
+		stale.killShims()
+		if unmountUnder(dir) == nil {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
+
 // killContainers SIGKILLs every task of the node's containerd and waits for them to go:
 // container processes are children of the shims, not of containerd, and would outlive it.
 func (n *Node) killContainers() {
@@ -477,19 +505,35 @@ func (n *Node) killContainers() {
 }
 
 // killShims kills the containerd shims serving this node's containerd (they name its socket
-// in their arguments), which are left behind when containerd stops.
+// in their arguments), which are left behind when containerd stops, and every process below
+// them (the containers of a run that died before it could stop them).
 func (n *Node) killShims() {
+	for _, pid := range n.shimTree() {
+		_ = syscall.Kill(pid, syscall.SIGSTOP) // no new children while the tree dies
+	}
+	for _, pid := range n.shimTree() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// shimTree lists the shims of this node's containerd and every process below them.
+func (n *Node) shimTree() []int {
 	if n.Socket == "" {
-		return
+		return nil
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return nil
 	}
+	children := map[int][]int{}
+	var shims []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
+		}
+		if ppid := parentPID(pid); ppid > 0 {
+			children[ppid] = append(children[ppid], pid)
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil {
@@ -501,10 +545,41 @@ func (n *Node) killShims() {
 		}
 		for i, a := range args {
 			if a == "-address" && i+1 < len(args) && args[i+1] == n.Socket {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				shims = append(shims, pid)
 			}
 		}
 	}
+	var tree []int
+	var walk func(pid int)
+	walk = func(pid int) {
+		tree = append(tree, pid)
+		for _, c := range children[pid] {
+			walk(c)
+		}
+	}
+	for _, pid := range shims {
+		walk(pid)
+	}
+	return tree
+}
+
+// parentPID reads a process's parent from /proc/<pid>/stat (0 when it is gone).
+func parentPID(pid int) int {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses: the fields follow the last ')'.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // unmountUnder lazily unmounts every mount point below dir, deepest first (container

@@ -5,7 +5,9 @@ package realnode
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -77,4 +79,53 @@ func TestPodRunsAndReachesTheAPIServer(t *testing.T) {
 	require.NoError(t, n.Stop())
 	require.NoDirExists(t, dir)
 	require.NoError(t, unmountUnder(dir)) // nothing left mounted
+}
+
+// TestStartRemovesWhatADeadRunLeft: a run that dies (kubelet and containerd killed, no Stop)
+// leaves shims, containers, mounts and state; the next Start removes them.
+func TestStartRemovesWhatADeadRunLeft(t *testing.T) {
+	require.NoError(t, Prerequisites())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	hostIP, err := HostIP()
+	require.NoError(t, err)
+	c := cluster.StartForTest(t, cluster.Options{SkipGroveCRDs: true, AdvertiseAddress: hostIP,
+		APIServerArgs: APIServerArgs, ExtraControllers: Controllers})
+	n, err := Start(ctx, c, Options{HostIP: hostIP})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = n.Stop() })
+	cs, err := kubernetes.NewForConfig(c.Config)
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sleeper"},
+		Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{
+			Name: "sleep", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"/bin/sh", "-c", "while true; do sleep 1; done"},
+		}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "sleeper", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning, nil
+	}))
+	tree := n.shimTree()
+	require.GreaterOrEqual(t, len(tree), 3, "shims with a sandbox and a container below them")
+
+	// The owner dies: its children get SIGKILL (the parent-death signal), nothing else runs.
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	require.NoError(t, os.WriteFile(filepath.Join(n.Dir, ownerFile), []byte(strconv.Itoa(dead.Process.Pid)), 0o644))
+	require.NoError(t, n.kubelet.Kill())
+	require.NoError(t, n.containerd.Kill())
+
+	removeStaleNodes()
+	require.NoDirExists(t, n.Dir)
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, pid := range tree {
+			if cluster.ProcessAlive(pid) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}), "processes of the dead run's containers survived")
 }
