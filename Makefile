@@ -12,7 +12,11 @@ K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(K8S_VERSION) 
 # The Grove release stamped into both binaries and used as the image tag: `git describe` of the
 # newest v* tag (v0.0.0-<commit> without one); override with `make build VERSION=v1.2.3`.
 VERSION     ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo "v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)")
-GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/internal/version.gitVersion=$(VERSION)
+# The registry images are tagged for (make images) and that the binaries name as their own image
+# (the startup-waiter default): the one place to change it besides the chart's imageRegistry.
+IMAGE_REGISTRY ?= localhost/grove
+GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/internal/version.gitVersion=$(VERSION) \
+                 -X github.com/ai-dynamo/grove/internal/version.imageRegistry=$(IMAGE_REGISTRY)
 TEST_TIMEOUT ?= 25m
 comma       := ,
 # Control-plane binaries are rebuilt only when the pinned kubernetes/etcd versions change: the
@@ -40,7 +44,6 @@ build: ## Build grove-operator, grove-scheduler and the kubectl-grove plugin int
 # make images: OCI image-layout tarballs bin/images/<name>.oci.tar, tagged
 # $(IMAGE_REGISTRY)/<name>:$(VERSION), built from static binaries without a container engine.
 # Same commit and VERSION give the same digests (SOURCE_DATE_EPOCH is the commit time).
-IMAGE_REGISTRY    ?= localhost/grove
 PLATFORMS         ?= linux/amd64,linux/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 IMAGE_DIR         := $(BIN)/images
@@ -124,6 +127,22 @@ prometheus: ## Install Prometheus (Debian's package) when missing: the metrics s
 e2e: k8s-bins build kwok prometheus ## End-to-end scenarios: operator and scheduler as processes, kwok nodes, a real Prometheus.
 	$(GO) test -tags e2e -timeout 40m -count=1 ./e2e/scenarios/...
 
+# make e2e-install: the install proven on a real node (internal/testenv/realnode: kubelet,
+# containerd, runc, CNI bridge) next to kwok nodes. Images of two versions (N and N+1, for the
+# upgrade) are built for this machine's platform only; the suite imports them into the node.
+E2E_INSTALL_VERSIONS ?= v0.1.0-e2e.1 v0.1.0-e2e.2
+E2E_INSTALL_IMAGES   := $(BIN)/images-e2e
+
+.PHONY: e2e-install
+e2e-install: k8s-bins realnode-bins realnode-deps kwok ## Install Grove with its Helm chart on a real node (kubelet + containerd): pods, workloads, upgrade, uninstall. Needs root.
+	@rm -rf $(E2E_INSTALL_IMAGES)
+	@for v in $(E2E_INSTALL_VERSIONS); do \
+		$(MAKE) -s images VERSION=$$v PLATFORMS=linux/$$($(GO) env GOARCH) IMAGE_DIR=$(E2E_INSTALL_IMAGES)/$$v || exit 1; \
+	done
+	@# -p 1: each package runs its own real node, and there is one CNI bridge per machine.
+	GROVE_INSTALL_VERSIONS="$(E2E_INSTALL_VERSIONS)" GROVE_INSTALL_IMAGE_DIR=$(E2E_INSTALL_IMAGES) \
+		$(GO) test -tags e2einstall -p 1 -timeout 20m -count=1 -v ./internal/testenv/realnode/ ./e2e/install/
+
 .PHONY: test-unit
 test-unit: ## Unit tests only (no control plane).
 	$(GO) test -short ./...
@@ -140,6 +159,24 @@ $(K8S_STAMP):
 	@echo ">> [2/2] building etcd v3.7.0"
 	$(GO) build -o $(BIN)/etcd go.etcd.io/etcd/server/v3
 	@rm -f $(BIN)/.k8s-bins-* && touch $@
+
+# A real node's programs: Debian packages (installed when missing) and the kubelet (plus the
+# kube-scheduler that places the install test's Grove pods) built from the pinned module.
+REALNODE_PACKAGES := containerd runc containernetworking-plugins busybox-static iptables
+REALNODE_STAMP    := $(BIN)/.realnode-bins-$(K8S_PINS)
+
+.PHONY: realnode-deps
+realnode-deps: ## Install containerd, runc, the CNI plugins, busybox-static and iptables (Debian packages) when missing.
+	@missing=""; for p in $(REALNODE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+.PHONY: realnode-bins
+realnode-bins: $(REALNODE_STAMP) ## Build kubelet and kube-scheduler v1.37.1 into bin/ (only when go.mod changed).
+
+$(REALNODE_STAMP):
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-scheduler
+	@rm -f $(BIN)/.realnode-bins-* && touch $@
 
 .PHONY: cluster-up
 cluster-up: k8s-bins ## Start etcd + kube-apiserver + kube-controller-manager in the background; prints the kubeconfig.

@@ -15,7 +15,16 @@ var (
 	gitVersion = "v0.0.0-dev"
 	// kubernetesVersion overrides what the build information says; normally left empty.
 	kubernetesVersion = ""
+	// imageRegistry is where this build's images are published: the Makefile stamps its
+	// IMAGE_REGISTRY (the chart's imageRegistry and config/default's images: say the same).
+	imageRegistry = "localhost/grove"
 )
+
+// Image is this build's image of a Grove program: <registry>/<program>:<Grove version>.
+// grove-operator's image also runs the startup waiter.
+func Image(program string) string {
+	return strings.TrimSuffix(imageRegistry, "/") + "/" + program + ":" + gitVersion
+}
 
 // Info is what `--version` prints.
 type Info struct {

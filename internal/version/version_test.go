@@ -28,3 +28,10 @@ func TestLineNamesProgramGroveAndKubernetes(t *testing.T) {
 	assert.Equal(t, "grove-x v1.2.3 (Kubernetes v1.37.1, go1 linux/arm64)",
 		Info{Grove: "v1.2.3", Kubernetes: "v1.37.1", GoVersion: "go1", Platform: "linux/arm64"}.Line("grove-x"))
 }
+
+func TestImageIsThisBuildsRegistryAndVersion(t *testing.T) {
+	defer func(r, v string) { imageRegistry, gitVersion = r, v }(imageRegistry, gitVersion)
+	assert.Equal(t, "localhost/grove/grove-operator:v0.0.0-dev", Image("grove-operator"), "an unstamped build")
+	imageRegistry, gitVersion = "registry.example.com/ml/", "v1.2.3"
+	assert.Equal(t, "registry.example.com/ml/grove-operator:v1.2.3", Image("grove-operator"))
+}

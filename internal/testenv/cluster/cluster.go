@@ -54,6 +54,13 @@ type Options struct {
 	SkipGroveCRDs bool
 	// WithThirdPartyCRDs also installs the KAI, Koordinator, Volcano and scheduler-plugins CRDs.
 	WithThirdPartyCRDs bool
+	// AdvertiseAddress, when set, is a non-loopback address of this machine: kube-apiserver
+	// listens on every address, advertises this one as the endpoint of the default/kubernetes
+	// Service (lease endpoint reconciler) and APIServerURL names it, so that pods on a real
+	// node (internal/testenv/realnode) reach it. Empty: loopback only, no endpoints.
+	AdvertiseAddress string
+	// APIServerArgs are extra kube-apiserver flags.
+	APIServerArgs []string
 }
 
 // WorkloadAPIFeatureGates serve the scheduling.k8s.io Workload/PodGroup API (v1beta1) together
@@ -69,7 +76,7 @@ type Cluster struct {
 	Config *rest.Config
 	// KubeconfigPath is an admin kubeconfig file.
 	KubeconfigPath string
-	// APIServerURL is https://127.0.0.1:<port>.
+	// APIServerURL is https://127.0.0.1:<port> (or the AdvertiseAddress).
 	APIServerURL string
 	// AdminToken authenticates as system:masters.
 	AdminToken string
@@ -225,15 +232,19 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string) error {
 	if err := os.WriteFile(tokenFile, []byte(c.AdminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return err
 	}
+	bind, advertise, reconciler := "127.0.0.1", "127.0.0.1", "none"
+	if c.opts.AdvertiseAddress != "" {
+		bind, advertise, reconciler = "0.0.0.0", c.opts.AdvertiseAddress, "lease"
+	}
 	args := []string{
 		"--etcd-servers=" + c.etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--bind-address=" + bind, "--advertise-address=" + advertise,
 		"--secure-port=" + strconv.Itoa(port), "--cert-dir=" + certDir,
 		"--token-auth-file=" + tokenFile,
 		"--authorization-mode=Node,RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
-		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=10.96.0.0/16", "--endpoint-reconciler-type=" + reconciler,
 		"--allow-privileged=true",
 		// No node lifecycle controller runs: new Nodes would stay tainted not-ready.
 		"--disable-admission-plugins=TaintNodesByCondition",
@@ -245,8 +256,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string) error {
 	if len(c.opts.RuntimeConfig) > 0 {
 		args = append(args, "--runtime-config="+strings.Join(c.opts.RuntimeConfig, ","))
 	}
+	args = append(args, c.opts.APIServerArgs...)
 	c.apiserverArgs = args
-	c.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	// The self-signed serving certificate names the advertised address.
+	c.APIServerURL = fmt.Sprintf("https://%s:%d", advertise, port)
 	c.apiserver = &process{name: "kube-apiserver", path: path, args: args, log: filepath.Join(c.Dir, "kube-apiserver.log")}
 	if err := c.apiserver.start(); err != nil {
 		return err
@@ -298,6 +311,10 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 		"--controllers=" + strings.Join(append([]string{"garbage-collector-controller", "serviceaccount-controller", "namespace-controller"}, c.opts.ExtraControllers...), ","),
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
 		"--concurrent-gc-syncs=5",
+		// For serviceaccount-token-controller and root-ca-cert-publisher when ExtraControllers
+		// name them: token Secrets and kube-root-ca.crt carry the apiserver's CA.
+		"--service-account-private-key-file=" + filepath.Join(c.Dir, "pki", "sa.key"),
+		"--root-ca-file=" + filepath.Join(c.Dir, "pki", "apiserver.crt"),
 	}
 	if gates := featureGateFlag(c.opts.FeatureGates); gates != "" {
 		args = append(args, "--feature-gates="+gates)

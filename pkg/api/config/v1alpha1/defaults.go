@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ai-dynamo/grove/internal/version"
 )
 
 // Defaults of the operator configuration.
@@ -19,7 +21,6 @@ const (
 	DefaultNamespace         = "grove-system"
 	DefaultLeaseName         = "grove-operator-leader-election"
 	DefaultConcurrentSyncs   = 4
-	DefaultStartupWaiterImg  = "ghcr.io/ai-dynamo/grove/grove-operator:latest"
 	DefaultPprofBindAddress  = "127.0.0.1:2753"
 	// DefaultPartialBindingTimeout is how long a PodGang may stay partly bound by default: far
 	// longer than binding a gang takes, short enough that held nodes come back.
@@ -28,6 +29,11 @@ const (
 	// topologyAwareScheduling.levels.
 	UpstreamTopologyName = "grove-topology"
 )
+
+// DefaultStartupWaiterImg is this build's own grove-operator image (its wait-for-cliques
+// command is the startup waiter): <registry>/grove-operator:<Grove version>, the registry
+// being the one `make images IMAGE_REGISTRY=...` stamped into the binary.
+var DefaultStartupWaiterImg = version.Image("grove-operator")
 
 // SetDefaults_OperatorConfiguration fills unset fields with their defaults.
 //
