@@ -223,6 +223,9 @@ func lastErrors(previous []corev1alpha1.LastError, st *state, syncErr error) []c
 func updateProgress(st *state, generationHash string, replica func(i int) replicaUpdate,
 	pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup) *corev1alpha1.PodCliqueSetUpdateProgress {
 	previousHash := st.stored.Status.CurrentGenerationHash
+	if st.takenOver {
+		previousHash = &generationHash // the relabelling is not an update
+	}
 	progress := st.stored.Status.UpdateProgress.DeepCopy()
 	now := metav1.Now()
 	if previousHash != nil && *previousHash != generationHash {
