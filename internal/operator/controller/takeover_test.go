@@ -256,6 +256,31 @@ func TestTakeOverUpstreamNamespace(t *testing.T) {
 		e.podGang(c, "up-0-workers-0")
 	})
 	assertPods(uids)
+
+	// Scaling in removes the new pods, not the adopted ones. (Nothing schedules pods here, so
+	// the new, never bound scaling-group replica would also hold the update below back.)
+	e.scale(&corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: "up-0-frontend"}}, 2)
+	e.scale(&corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{Name: "up-0-workers"}}, 1)
+	e.eventually(func(c *assert.CollectT) {
+		assert.Len(c, e.pods("up-0-frontend"), 2)
+		assert.Empty(c, e.pods("up-0-workers-1-worker"))
+	})
+	assertPods(uids[:2])
+
+	// An update afterwards replaces the worker's pod (its template changed), not the frontend's.
+	current := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "up"}}
+	e.update(current, func() { current.Spec.Template.Clique("worker").Spec.PodSpec.Containers[0].Image = "registry.k8s.io/pause:3.9" })
+	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(current), current))
+	corev1alpha1.SetDefaultsPodCliqueSet(current)
+	newHash := hash.PodTemplate(current.Spec.Template.Clique("worker"), "")
+	e.eventually(func(c *assert.CollectT) {
+		workers := e.pods("up-0-workers-0-worker")
+		if assert.Len(c, workers, 1) {
+			assert.NotEqual(c, uids[2], workers[0].UID, "the adopted worker pod is replaced by the update")
+			assert.Equal(c, newHash, workers[0].Labels[apicommon.LabelPodTemplateHash])
+		}
+	})
+	assertPods(uids[:2])
 }
 
 func ptrString(s *string) string {
