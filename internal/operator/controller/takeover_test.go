@@ -269,7 +269,9 @@ func TestTakeOverUpstreamNamespace(t *testing.T) {
 
 	// An update afterwards replaces the worker's pod (its template changed), not the frontend's.
 	current := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "up"}}
-	e.update(current, func() { current.Spec.Template.Clique("worker").Spec.PodSpec.Containers[0].Image = "registry.k8s.io/pause:3.9" })
+	e.update(current, func() {
+		current.Spec.Template.Clique("worker").Spec.PodSpec.Containers[0].Image = "registry.k8s.io/pause:3.9"
+	})
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(current), current))
 	corev1alpha1.SetDefaultsPodCliqueSet(current)
 	newHash := hash.PodTemplate(current.Spec.Template.Clique("worker"), "")
