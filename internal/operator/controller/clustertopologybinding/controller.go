@@ -43,16 +43,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// Translate is the ClusterTopology spec a binding stands for.
-func Translate(b *corev1alpha1.ClusterTopologyBinding) corev1alpha1.ClusterTopologySpec {
-	spec := corev1alpha1.ClusterTopologySpec{Levels: append([]corev1alpha1.TopologyLevel(nil), b.Spec.Levels...)}
-	for _, s := range b.Spec.SchedulerTopologyBindings {
-		spec.SchedulerReferences = append(spec.SchedulerReferences,
-			corev1alpha1.SchedulerReference{SchedulerName: s.SchedulerName, Reference: s.TopologyReference})
-	}
-	return spec
-}
-
 // Reconcile makes the ClusterTopology of the binding's name equal to the binding and reports.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := &corev1alpha1.ClusterTopologyBinding{}
@@ -101,7 +91,7 @@ func (r *Reconciler) translateInto(b *corev1alpha1.ClusterTopologyBinding, ct *c
 		ct.Annotations = map[string]string{}
 	}
 	ct.Annotations[common.AnnotationClusterTopologyBinding] = b.Name
-	want := Translate(b)
+	want := b.ClusterTopologySpec()
 	if !equality.Semantic.DeepEqual(ct.Spec, want) {
 		ct.Spec = want
 	}

@@ -90,3 +90,12 @@ type SchedulerTopologyBindingStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// ClusterTopologySpec is the ClusterTopology spec the binding stands for.
+func (b *ClusterTopologyBinding) ClusterTopologySpec() ClusterTopologySpec {
+	spec := ClusterTopologySpec{Levels: append([]TopologyLevel(nil), b.Spec.Levels...)}
+	for _, s := range b.Spec.SchedulerTopologyBindings {
+		spec.SchedulerReferences = append(spec.SchedulerReferences, SchedulerReference{SchedulerName: s.SchedulerName, Reference: s.TopologyReference})
+	}
+	return spec
+}
