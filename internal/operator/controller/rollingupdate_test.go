@@ -294,9 +294,9 @@ func TestRollingRecreate(t *testing.T) {
 				if n := len(updatedSeen); n == 0 || updatedSeen[n-1] != pcs.Status.UpdatedReplicas {
 					updatedSeen = append(updatedSeen, pcs.Status.UpdatedReplicas)
 				}
-				if p := pcs.Status.UpdateProgress; p != nil && p.CurrentlyUpdating != nil {
-					if n := len(updatingSeen); n == 0 || updatingSeen[n-1] != p.CurrentlyUpdating.ReplicaIndex {
-						updatingSeen = append(updatingSeen, p.CurrentlyUpdating.ReplicaIndex)
+				if p := pcs.Status.UpdateProgress; p != nil && len(p.CurrentlyUpdating) > 0 {
+					if n := len(updatingSeen); n == 0 || updatingSeen[n-1] != p.CurrentlyUpdating[0].ReplicaIndex {
+						updatingSeen = append(updatingSeen, p.CurrentlyUpdating[0].ReplicaIndex)
 					}
 				}
 				progressMu.Unlock()
@@ -373,10 +373,15 @@ func TestRollingRecreate(t *testing.T) {
 	assert.False(t, p.UpdateEndedAt.Before(&p.UpdateStartedAt))
 	assert.Equal(t, []string{"roll-0-router", "roll-1-router"}, p.UpdatedPodCliques)
 	assert.Equal(t, []string{"roll-0-workers", "roll-1-workers"}, p.UpdatedPodCliqueScalingGroups)
+	// Upstream's counts: 2 replicas x 1 standalone clique, 2 replicas x 1 scaling group.
+	assert.Equal(t, [4]int32{2, 2, 2, 2}, [4]int32{p.UpdatedPodCliquesCount, p.TotalPodCliquesCount,
+		p.UpdatedPodCliqueScalingGroupsCount, p.TotalPodCliqueScalingGroupsCount})
 	group := e.pcsg(t, "roll-1-workers")
 	if assert.NotNil(t, group.Status.UpdateProgress) && assert.NotNil(t, group.Status.UpdateProgress.ReadyReplicaIndicesSelectedToUpdate) {
 		assert.Equal(t, []int32{1, 0}, group.Status.UpdateProgress.ReadyReplicaIndicesSelectedToUpdate.Completed)
 		assert.NotNil(t, group.Status.UpdateProgress.UpdateEndedAt)
+		assert.Equal(t, group.Spec.Replicas*int32(len(group.Spec.CliqueNames)), group.Status.UpdateProgress.TotalPodCliquesCount)
+		assert.Equal(t, group.Status.UpdateProgress.TotalPodCliquesCount, group.Status.UpdateProgress.UpdatedPodCliquesCount)
 	}
 }
 
@@ -470,8 +475,8 @@ func TestRollingUpdateWithScalingAndASecondChange(t *testing.T) {
 	var firstStart metav1.Time
 	e.eventually(func(c *assert.CollectT) {
 		got := e.pcs(c, "scale")
-		if assert.NotNil(c, got.Status.UpdateProgress) && assert.NotNil(c, got.Status.UpdateProgress.CurrentlyUpdating) {
-			assert.EqualValues(c, 0, got.Status.UpdateProgress.CurrentlyUpdating.ReplicaIndex)
+		if assert.NotNil(c, got.Status.UpdateProgress) && assert.Len(c, got.Status.UpdateProgress.CurrentlyUpdating, 1) {
+			assert.EqualValues(c, 0, got.Status.UpdateProgress.CurrentlyUpdating[0].ReplicaIndex)
 			firstStart = got.Status.UpdateProgress.UpdateStartedAt
 		}
 		routers := e.pods("scale-0-router")
@@ -509,8 +514,8 @@ func TestRollingUpdateWithScalingAndASecondChange(t *testing.T) {
 	e.update(pcs, func() { relabel(pcs, "v3") })
 	e.eventually(func(c *assert.CollectT) {
 		got := e.pcs(c, "scale")
-		if assert.NotNil(c, got.Status.UpdateProgress) && assert.NotNil(c, got.Status.UpdateProgress.CurrentlyUpdating) {
-			assert.EqualValues(c, 0, got.Status.UpdateProgress.CurrentlyUpdating.ReplicaIndex, "still replica 0")
+		if assert.NotNil(c, got.Status.UpdateProgress) && assert.Len(c, got.Status.UpdateProgress.CurrentlyUpdating, 1) {
+			assert.EqualValues(c, 0, got.Status.UpdateProgress.CurrentlyUpdating[0].ReplicaIndex, "still replica 0")
 			assert.False(c, got.Status.UpdateProgress.UpdateStartedAt.Before(&firstStart), "a new update started")
 			assert.Nil(c, got.Status.UpdateProgress.UpdateEndedAt)
 		}

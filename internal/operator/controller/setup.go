@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,8 +20,10 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/backend"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopology"
+	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopologybinding"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
 	"github.com/ai-dynamo/grove/internal/operator/controller/managedtopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
@@ -94,6 +97,17 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {
 		return fmt.Errorf("setting up the PodClique controller: %w", err)
+	}
+	// Upstream's ClusterTopologyBinding, where its CRD is installed, becomes a ClusterTopology.
+	if _, err := mgr.GetRESTMapper().KindFor(corev1alpha1.SchemeGroupVersion.WithResource("clustertopologybindings")); err == nil {
+		if err := (&clustertopologybinding.Reconciler{Client: mgr.GetClient()}).
+			SetupWithManager(mgr, controllerOpts(c.ClusterTopology)); err != nil {
+			return fmt.Errorf("setting up the ClusterTopologyBinding controller: %w", err)
+		}
+	} else if !meta.IsNoMatchError(err) {
+		return fmt.Errorf("resolving clustertopologybindings: %w", err)
+	} else {
+		mgr.GetLogger().Info("ClusterTopologyBindings are not translated: their CRD is not installed")
 	}
 	if len(registry.TopologyAware()) > 0 {
 		// Keeps every topology-aware backend's topology object in step with each ClusterTopology.

@@ -7,6 +7,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -105,12 +106,22 @@ func (v *PodCliqueSetValidator) validateBackend(ctx context.Context, pcs *corev1
 func (v *PodCliqueSetValidator) lookupTopology(ctx context.Context) validation.TopologyLookup {
 	return func(name string) (*corev1alpha1.ClusterTopology, error) {
 		ct := &corev1alpha1.ClusterTopology{}
-		if err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, ct); err != nil {
-			if apierrors.IsNotFound(err) {
+		err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, ct)
+		if err == nil {
+			return ct, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		// An upstream ClusterTopologyBinding applied together with the PodCliqueSet is
+		// admitted before grove-operator has translated it into its ClusterTopology.
+		b := &corev1alpha1.ClusterTopologyBinding{}
+		if err := v.Reader.Get(ctx, client.ObjectKey{Name: name}, b); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 				return nil, nil
 			}
 			return nil, err
 		}
-		return ct, nil
+		return &corev1alpha1.ClusterTopology{ObjectMeta: b.ObjectMeta, Spec: b.ClusterTopologySpec()}, nil
 	}
 }

@@ -304,3 +304,28 @@ func TestClusterTopologyAdmission(t *testing.T) {
 	ok.Spec.SchedulerReferences = append(ok.Spec.SchedulerReferences, corev1alpha1.SchedulerReference{SchedulerName: "grove-scheduler", Reference: "x"})
 	requireInvalid(t, e.client.Update(ctx, ok), "spec.schedulerReferences[1].schedulerName")
 }
+
+// TestTopologyAdmissionThroughABinding: a PodCliqueSet naming an upstream ClusterTopologyBinding
+// is validated against the binding's levels even before grove-operator has made the
+// ClusterTopology of it (a binding and a PodCliqueSet applied together).
+func TestTopologyAdmissionThroughABinding(t *testing.T) {
+	e := sharedEnv(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	b := &corev1alpha1.ClusterTopologyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "binding-" + ns},
+		Spec: corev1alpha1.ClusterTopologyBindingSpec{Levels: []corev1alpha1.TopologyLevel{
+			{Domain: "zone", Key: "topology.kubernetes.io/zone"}, {Domain: "rack", Key: "example.com/rack"},
+		}},
+	}
+	require.NoError(t, e.client.Create(ctx, b))
+	t.Cleanup(func() { _ = e.client.Delete(context.Background(), b) })
+
+	bad := newPCS(ns, "via-binding-bad")
+	bad.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: b.Name, Pack: &corev1alpha1.TopologyPackConstraint{Required: "host"}}
+	requireInvalid(t, e.client.Create(ctx, bad), "spec.template.topologyConstraint.pack.required")
+
+	good := newPCS(ns, "via-binding")
+	good.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: b.Name, Pack: &corev1alpha1.TopologyPackConstraint{Required: "rack"}}
+	require.NoError(t, e.client.Create(ctx, good))
+}

@@ -57,6 +57,9 @@ func TestEveryCRDIsEstablishedWithItsNamesAndSubresources(t *testing.T) {
 		{"podcliques.grove.io", []string{"pclq"}, apiextensionsv1.NamespaceScoped, true},
 		{"podcliquescalinggroups.grove.io", []string{"pcsg"}, apiextensionsv1.NamespaceScoped, true},
 		{"clustertopologies.grove.io", []string{"ct"}, apiextensionsv1.ClusterScoped, false},
+		// Upstream's kind; ct is ClusterTopology's, and the apiserver establishes no two kinds
+		// of one group with the same short name.
+		{"clustertopologybindings.grove.io", []string{"ctb"}, apiextensionsv1.ClusterScoped, false},
 		{"podgangs.scheduler.grove.io", []string{"pgang"}, apiextensionsv1.NamespaceScoped, false},
 	}
 	dir, err := cluster.CRDDir()

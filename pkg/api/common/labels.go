@@ -111,6 +111,10 @@ const (
 	FinalizerClusterTopology = "grove.io/clustertopology.grove.io"
 )
 
+// AnnotationClusterTopologyBinding on a ClusterTopology names the ClusterTopologyBinding it
+// was translated from.
+const AnnotationClusterTopologyBinding = "grove.io/clustertopologybinding"
+
 // SchedulingGatePodGangPendingCreation keeps a pod from being scheduled until its PodGang lists it.
 const SchedulingGatePodGangPendingCreation = "grove.io/podgang-pending-creation"
 
@@ -206,6 +210,15 @@ const (
 	ReasonPartiallyBound         = "PartiallyBound"
 	ReasonPartialGangReleased    = "PartialGangReleased"
 	ReasonPartialBindingResolved = "PartialBindingResolved"
+
+	// ConditionTranslated on a ClusterTopologyBinding is True while the ClusterTopology of its
+	// name is the binding's translation (kept equal to it by grove-operator).
+	ConditionTranslated = "Translated"
+	// Reasons of ConditionTranslated.
+	ReasonClusterTopologyTranslated = "ClusterTopologyTranslated"
+	// ReasonClusterTopologyNameTaken: a ClusterTopology of the binding's name exists that
+	// the binding does not own; it is left alone and the binding has no effect.
+	ReasonClusterTopologyNameTaken = "ClusterTopologyNameTaken"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"

@@ -160,8 +160,13 @@ func ReplicaBeingUpdated(pcs *corev1alpha1.PodCliqueSet) (replica int, ok bool) 
 		return 0, false
 	}
 	p := pcs.Status.UpdateProgress
-	if p == nil || p.UpdateEndedAt != nil || p.CurrentlyUpdating == nil {
+	if p == nil || p.UpdateEndedAt != nil {
 		return 0, false
 	}
-	return int(p.CurrentlyUpdating.ReplicaIndex), true
+	for _, r := range p.CurrentlyUpdating {
+		if r.UpdateEndedAt == nil {
+			return int(r.ReplicaIndex), true
+		}
+	}
+	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,8 +57,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// An orphan is garbage collected; nothing to build it from.
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	stored := pcs
 	pcs = pcs.DeepCopy()
 	corev1alpha1.SetDefaultsPodCliqueSet(pcs)
+	if common.TakeOverPending(stored, pcs) {
+		// The PodCliqueSet controller relabels the members' pods first (its status is not
+		// watched here, hence the requeue).
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
 	// The group's claims exist before its members' pods reference them.
 	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
 	if syncErr == nil {

@@ -65,6 +65,7 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		sel := progress.ReadyReplicaIndicesSelectedToUpdate
 		sel.Completed = append(sel.Completed, sel.Current)
 	}
+	countMembers(progress, pcsg, members)
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	updating, rolling := common.ReplicaBeingUpdated(pcs)
 	if !rolling || updating != pcsReplica {
@@ -111,6 +112,24 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		errs = append(errs, common.Delete(ctx, r.Client, p))
 	}
 	return errors.Join(errs...)
+}
+
+// countMembers fills in the counts upstream Grove reports: member PodCliques at the hash being
+// rolled out, of those the spec asks for.
+func countMembers(progress *corev1alpha1.PodCliqueScalingGroupUpdateProgress, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) {
+	if progress == nil {
+		return
+	}
+	var updated int32
+	for _, m := range members {
+		j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
+		if ok && j < int(pcsg.Spec.Replicas) && !common.IsTerminating(m) &&
+			m.Status.CurrentPodCliqueSetGenerationHash != nil && *m.Status.CurrentPodCliqueSetGenerationHash == progress.PodCliqueSetGenerationHash {
+			updated++
+		}
+	}
+	progress.UpdatedPodCliquesCount = updated
+	progress.TotalPodCliquesCount = pcsg.Spec.Replicas * int32(len(pcsg.Spec.CliqueNames))
 }
 
 // endIfDone marks the update ended once no replica has outdated pods and none is in flight.

@@ -71,6 +71,8 @@ type state struct {
 	// podGangConflicts describe PodGangs whose names are held by objects not owned by this
 	// PodCliqueSet.
 	podGangConflicts []string
+	// takenOver: this reconcile adopted objects another Grove operator wrote (adopt.go).
+	takenOver bool
 	// requeue is when the reconcile must run again without an event (a pending breach expires).
 	requeue time.Duration
 }
@@ -128,6 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, common.RemoveFinalizer(ctx, r.Client, stored, apicommon.FinalizerPodCliqueSet)
 	}
 	if err := common.EnsureFinalizer(ctx, r.Client, stored, apicommon.FinalizerPodCliqueSet); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.adoptForeignHashes(ctx, st); err != nil {
 		return reconcile.Result{}, err
 	}
 	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)

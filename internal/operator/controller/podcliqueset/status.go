@@ -223,10 +223,13 @@ func lastErrors(previous []corev1alpha1.LastError, st *state, syncErr error) []c
 func updateProgress(st *state, generationHash string, replica func(i int) replicaUpdate,
 	pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup) *corev1alpha1.PodCliqueSetUpdateProgress {
 	previousHash := st.stored.Status.CurrentGenerationHash
+	if st.takenOver {
+		previousHash = &generationHash // the relabelling is not an update
+	}
 	progress := st.stored.Status.UpdateProgress.DeepCopy()
 	now := metav1.Now()
 	if previousHash != nil && *previousHash != generationHash {
-		var current *corev1alpha1.PodCliqueSetReplicaUpdateProgress
+		var current []corev1alpha1.PodCliqueSetReplicaUpdateProgress
 		if progress != nil && progress.UpdateEndedAt == nil {
 			current = progress.CurrentlyUpdating
 		}
@@ -250,6 +253,18 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 	}
 	sort.Strings(progress.UpdatedPodCliques)
 	sort.Strings(progress.UpdatedPodCliqueScalingGroups)
+	// The counts upstream Grove reports (and its printer columns show): the PodCliqueSet's own
+	// PodCliques are its standalone cliques, one per replica, and one scaling group per group and replica.
+	standalone := 0
+	for _, c := range st.pcs.Spec.Template.Cliques {
+		if c != nil && st.pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
+			standalone++
+		}
+	}
+	progress.UpdatedPodCliquesCount = int32(len(progress.UpdatedPodCliques))
+	progress.TotalPodCliquesCount = st.pcs.Spec.Replicas * int32(standalone)
+	progress.UpdatedPodCliqueScalingGroupsCount = int32(len(progress.UpdatedPodCliqueScalingGroups))
+	progress.TotalPodCliqueScalingGroupsCount = st.pcs.Spec.Replicas * int32(len(st.pcs.Spec.Template.PodCliqueScalingGroupConfigs))
 
 	var outdated, unavailable []int
 	for i := range int(st.pcs.Spec.Replicas) {
@@ -260,7 +275,10 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 			}
 		}
 	}
-	current := progress.CurrentlyUpdating
+	var current *corev1alpha1.PodCliqueSetReplicaUpdateProgress
+	if len(progress.CurrentlyUpdating) > 0 {
+		current = &progress.CurrentlyUpdating[0]
+	}
 	if current != nil {
 		i := int(current.ReplicaIndex)
 		if r := replica(i); i >= int(st.pcs.Spec.Replicas) || (r.updated && r.settled) {
@@ -276,7 +294,10 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 		}
 		current = &corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: int32(next), UpdateStartedAt: now}
 	}
-	progress.CurrentlyUpdating = current
+	progress.CurrentlyUpdating = nil
+	if current != nil {
+		progress.CurrentlyUpdating = []corev1alpha1.PodCliqueSetReplicaUpdateProgress{*current}
+	}
 	if current == nil && len(outdated) == 0 {
 		progress.UpdateEndedAt = &now
 	}

@@ -15,7 +15,7 @@ func TestUpdateProgress(t *testing.T) {
 	started := metav1.NewTime(time.Now().Add(-time.Minute)).Rfc3339Copy()
 	inProgress := func(replica int32) *corev1alpha1.PodCliqueSetUpdateProgress {
 		return &corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: started,
-			CurrentlyUpdating: &corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: replica, UpdateStartedAt: started}}
+			CurrentlyUpdating: []corev1alpha1.PodCliqueSetReplicaUpdateProgress{{ReplicaIndex: replica, UpdateStartedAt: started}}}
 	}
 	ready := replicaUpdate{available: true, settled: true}
 	done := replicaUpdate{updated: true, available: true, settled: true}
@@ -68,8 +68,8 @@ func TestUpdateProgress(t *testing.T) {
 			}
 			if tc.wantCurrent == nil {
 				assert.Nil(t, got.CurrentlyUpdating)
-			} else if assert.NotNil(t, got.CurrentlyUpdating) {
-				assert.Equal(t, *tc.wantCurrent, got.CurrentlyUpdating.ReplicaIndex)
+			} else if assert.Len(t, got.CurrentlyUpdating, 1) {
+				assert.Equal(t, *tc.wantCurrent, got.CurrentlyUpdating[0].ReplicaIndex)
 			}
 			assert.Equal(t, tc.wantEnded, got.UpdateEndedAt != nil)
 			assert.Equal(t, tc.wantRestart, !got.UpdateStartedAt.Equal(&started), "a new update starts")

@@ -14,6 +14,10 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Gangs-Scheduled",type=integer,JSONPath=`.status.scheduledPodGangs`
 // +kubebuilder:printcolumn:name="Gangs",type=integer,JSONPath=`.status.totalPodGangs`
+// +kubebuilder:printcolumn:name="PCLQs-Updated",type=integer,JSONPath=`.status.updateProgress.updatedPodCliquesCount`,priority=1
+// +kubebuilder:printcolumn:name="PCLQs-Total",type=integer,JSONPath=`.status.updateProgress.totalPodCliquesCount`,priority=1
+// +kubebuilder:printcolumn:name="PCSGs-Updated",type=integer,JSONPath=`.status.updateProgress.updatedPodCliqueScalingGroupsCount`,priority=1
+// +kubebuilder:printcolumn:name="PCSGs-Total",type=integer,JSONPath=`.status.updateProgress.totalPodCliqueScalingGroupsCount`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -257,9 +261,26 @@ type PodCliqueSetUpdateProgress struct {
 	// UpdatedPodCliqueScalingGroups are the scaling groups already at the new hash.
 	// +optional
 	UpdatedPodCliqueScalingGroups []string `json:"updatedPodCliqueScalingGroups,omitempty"`
-	// CurrentlyUpdating is the replica being updated.
+	// UpdatedPodCliquesCount counts the PodCliques already at the new hash.
 	// +optional
-	CurrentlyUpdating *PodCliqueSetReplicaUpdateProgress `json:"currentlyUpdating,omitempty"`
+	// +kubebuilder:default=0
+	UpdatedPodCliquesCount int32 `json:"updatedPodCliquesCount,omitempty"`
+	// TotalPodCliquesCount counts the PodCliques the current spec asks for.
+	// +optional
+	// +kubebuilder:default=0
+	TotalPodCliquesCount int32 `json:"totalPodCliquesCount,omitempty"`
+	// UpdatedPodCliqueScalingGroupsCount counts the scaling groups already at the new hash.
+	// +optional
+	// +kubebuilder:default=0
+	UpdatedPodCliqueScalingGroupsCount int32 `json:"updatedPodCliqueScalingGroupsCount,omitempty"`
+	// TotalPodCliqueScalingGroupsCount counts the scaling groups the current spec asks for.
+	// +optional
+	// +kubebuilder:default=0
+	TotalPodCliqueScalingGroupsCount int32 `json:"totalPodCliqueScalingGroupsCount,omitempty"`
+	// CurrentlyUpdating are the replicas being updated (RollingRecreate updates one at a time;
+	// a list, as upstream Grove writes it).
+	// +optional
+	CurrentlyUpdating []PodCliqueSetReplicaUpdateProgress `json:"currentlyUpdating,omitempty"`
 }
 
 // PodCliqueSetReplicaUpdateProgress reports the update of one replica.
@@ -268,4 +289,7 @@ type PodCliqueSetReplicaUpdateProgress struct {
 	ReplicaIndex int32 `json:"replicaIndex"`
 	// UpdateStartedAt is when the update of this replica started.
 	UpdateStartedAt metav1.Time `json:"updateStartedAt,omitempty"`
+	// UpdateEndedAt is when every pod of this replica ran the new template.
+	// +optional
+	UpdateEndedAt *metav1.Time `json:"updateEndedAt,omitempty"`
 }

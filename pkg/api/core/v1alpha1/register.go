@@ -28,6 +28,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&PodClique{}, &PodCliqueList{},
 		&PodCliqueScalingGroup{}, &PodCliqueScalingGroupList{},
 		&ClusterTopology{}, &ClusterTopologyList{},
+		&ClusterTopologyBinding{}, &ClusterTopologyBindingList{},
 	)
 	return addMetaTypes(scheme)
 }
