@@ -49,7 +49,7 @@ func TestDefaultInstallIsAcceptedByTheAPIServer(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	assert.Equal(t, 5, kinds["CustomResourceDefinition"])
+	assert.Equal(t, 6, kinds["CustomResourceDefinition"], "five Grove kinds and ClusterTopologyBinding, upstream's name for ClusterTopology")
 	assert.Equal(t, 2, kinds["Deployment"], "grove-operator and grove-scheduler")
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service", "ConfigMap", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		assert.NotZero(t, kinds[k], "config/default has no %s", k)

@@ -47,9 +47,9 @@ func testPlugin(t *testing.T) (*Plugin, *activations) {
 
 // addGang adds PodGang ns/name with one PodGroup "w" of minReplicas min and its pods: bound
 // ones on nodes, then pending ones, all of priority prio.
-func addGang(p *Plugin, name string, min int32, prio int32, bound, pending int) []*v1.Pod {
+func addGang(p *Plugin, name string, minReplicas, prio int32, bound, pending int) []*v1.Pod {
 	p.gangs.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: 1},
-		Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: min}}}})
+		Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "w", MinReplicas: minReplicas}}}})
 	var pods []*v1.Pod
 	for i := range bound + pending {
 		pod := &v1.Pod{
