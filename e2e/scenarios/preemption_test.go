@@ -141,6 +141,26 @@ func TestHighPriorityGangPreemptsWholeLowPriorityGang(t *testing.T) {
 			survivors(t, env, ns, uids)[map[string]string{"low-a": "low-b", "low-b": "low-a"}[victim]] != 2
 	}, 5*time.Second, 250*time.Millisecond, "placements changed after the preemption")
 	assert.Equal(t, map[string]int{common.BasePodGangName(victim, 0): 2}, evictedWhole(t, w, ns, 2))
+
+	// The preemptor leaves: the victim is placed again, and its DisruptionTarget condition says
+	// the disruption is over instead of staying True on a running gang.
+	require.NoError(t, env.Client.Delete(context.Background(), pcsRef(ns, "high")))
+	victimGang := common.BasePodGangName(victim, 0)
+	waitScheduled(t, env, ns, victimGang)
+	var last string
+	if !assert.Eventually(t, func() bool {
+		pg := &schedv1alpha1.PodGang{}
+		require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: victimGang}, pg))
+		c := apimeta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionDisruptionTarget)
+		if c == nil {
+			last = "no DisruptionTarget condition"
+			return false
+		}
+		last = fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+		return c.Status == metav1.ConditionFalse && c.Reason == common.ReasonRescheduledAfterPreemption
+	}, time.Minute, 250*time.Millisecond) {
+		t.Errorf("PodGang %s placed again still says it is a disruption target: %s", victimGang, last)
+	}
 	w.assertNoPartialGang()
 }
 

@@ -227,6 +227,11 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	pg := g.PodGang
+	if disruptionOver(pg, d.condition) {
+		if err := w.clearDisruption(ctx, pg); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
 	existing := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionScheduled)
 	current := desiredStatus{phase: pg.Status.Phase, condition: existing, placementScore: pg.Status.PlacementScore}
 	last, wrote := w.written[key]
@@ -277,4 +282,33 @@ func sameScore(a, b *float64) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
+}
+
+// disruptionOver reports a preempted PodGang whose gang was placed again after the preemption:
+// its DisruptionTarget condition (written by GangPreemption) is True from before the Scheduled
+// condition last turned True.
+func disruptionOver(pg *v1alpha1.PodGang, scheduled *metav1.Condition) bool {
+	dt := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionDisruptionTarget)
+	return dt != nil && dt.Status == metav1.ConditionTrue && scheduled != nil && scheduled.Status == metav1.ConditionTrue &&
+		dt.LastTransitionTime.Before(&scheduled.LastTransitionTime)
+}
+
+// clearDisruption sets the DisruptionTarget condition False under the field manager that set it,
+// so the Scheduled condition's writer never owns (and later drops) it.
+func (w *statusWriter) clearDisruption(ctx context.Context, pg *v1alpha1.PodGang) error {
+	cond := metav1.Condition{Type: v1alpha1.PodGangConditionDisruptionTarget, Status: metav1.ConditionFalse,
+		Reason: common.ReasonRescheduledAfterPreemption, Message: "the gang was placed again after it was preempted",
+		ObservedGeneration: pg.Generation, LastTransitionTime: metav1.Now()}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
+		"kind":       "PodGang",
+		"metadata":   map[string]string{"name": pg.Name, "namespace": pg.Namespace},
+		"status":     map[string]any{"conditions": []metav1.Condition{cond}},
+	})
+	if err != nil {
+		return err
+	}
+	return w.gangs.Client.Patch(types.ApplyPatchType).Namespace(pg.Namespace).Resource("podgangs").Name(pg.Name).
+		SubResource("status").Param("fieldManager", common.PreemptionFieldManager).Param("force", "true").
+		Body(body).Do(ctx).Error()
 }

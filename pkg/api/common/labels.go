@@ -84,6 +84,9 @@ const (
 	EventReasonPreempted = "Preempted"
 	// ReasonPreempted is the reason of the DisruptionTarget condition of a preempted PodGang.
 	ReasonPreempted = "Preempted"
+	// ReasonRescheduledAfterPreemption: the DisruptionTarget condition of a preempted PodGang
+	// is False again once its recreated pods were placed.
+	ReasonRescheduledAfterPreemption = "RescheduledAfterPreemption"
 	// EventReasonGangUnschedulable is the event on a PodGang that cannot be placed, saying why in
 	// gang terms.
 	EventReasonGangUnschedulable = "GangUnschedulable"
