@@ -191,16 +191,16 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if e.webhookPort, err = webhooktest.FreePort(); err != nil {
+	if e.webhookPort, err = cluster.FreePort(); err != nil {
 		return err
 	}
-	healthPort, err := webhooktest.FreePort()
+	healthPort, err := cluster.FreePort()
 	if err != nil {
 		return err
 	}
 	// A port of its own: the configuration defaults port 0 to 9445, which concurrent
 	// environments on one machine would fight over.
-	metricsPort, err := webhooktest.FreePort()
+	metricsPort, err := cluster.FreePort()
 	if err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		if err := os.WriteFile(e.schedulerConfigPath, out, 0o644); err != nil {
 			return err
 		}
-		if e.schedulerSecurePort, err = webhooktest.FreePort(); err != nil {
+		if e.schedulerSecurePort, err = cluster.FreePort(); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package gang
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -242,18 +240,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if d.placementScore != nil {
 		status["placementScore"] = *d.placementScore
 	}
-	body, err := json.Marshal(map[string]any{
-		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
-		"kind":       "PodGang",
-		"metadata":   map[string]string{"name": pg.Name, "namespace": pg.Namespace},
-		"status":     status,
-	})
-	if err != nil {
-		return err
-	}
-	err = w.gangs.Client.Patch(types.ApplyPatchType).Namespace(pg.Namespace).Resource("podgangs").Name(pg.Name).
-		SubResource("status").Param("fieldManager", common.SchedulerFieldManager).Param("force", "true").
-		Body(body).Do(ctx).Error()
+	err := w.gangs.ApplyStatus(ctx, pg.Namespace, pg.Name, common.SchedulerFieldManager, status)
 	if apierrors.IsNotFound(err) {
 		delete(w.written, key)
 		return nil
@@ -299,16 +286,6 @@ func (w *statusWriter) clearDisruption(ctx context.Context, pg *v1alpha1.PodGang
 	cond := metav1.Condition{Type: v1alpha1.PodGangConditionDisruptionTarget, Status: metav1.ConditionFalse,
 		Reason: common.ReasonRescheduledAfterPreemption, Message: "the gang was placed again after it was preempted",
 		ObservedGeneration: pg.Generation, LastTransitionTime: metav1.Now()}
-	body, err := json.Marshal(map[string]any{
-		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
-		"kind":       "PodGang",
-		"metadata":   map[string]string{"name": pg.Name, "namespace": pg.Namespace},
-		"status":     map[string]any{"conditions": []metav1.Condition{cond}},
-	})
-	if err != nil {
-		return err
-	}
-	return w.gangs.Client.Patch(types.ApplyPatchType).Namespace(pg.Namespace).Resource("podgangs").Name(pg.Name).
-		SubResource("status").Param("fieldManager", common.PreemptionFieldManager).Param("force", "true").
-		Body(body).Do(ctx).Error()
+	return w.gangs.ApplyStatus(ctx, pg.Namespace, pg.Name, common.PreemptionFieldManager,
+		map[string]any{"conditions": []metav1.Condition{cond}})
 }

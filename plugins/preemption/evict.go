@@ -2,7 +2,6 @@ package preemption
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -200,18 +198,8 @@ func (p *Plugin) markGang(ctx context.Context, key string, related runtime.Objec
 		"%s: every pod of the gang is evicted", note)
 	cond := metav1.Condition{Type: v1alpha1.PodGangConditionDisruptionTarget, Status: metav1.ConditionTrue, Reason: common.ReasonPreempted,
 		Message: note, ObservedGeneration: g.PodGang.Generation, LastTransitionTime: metav1.Now()}
-	body, err := json.Marshal(map[string]any{
-		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
-		"kind":       "PodGang",
-		"metadata":   map[string]string{"name": name, "namespace": namespace},
-		"status":     map[string]any{"conditions": []metav1.Condition{cond}},
-	})
-	if err != nil {
-		return
-	}
-	err = p.gangs.Client.Patch(types.ApplyPatchType).Namespace(namespace).Resource("podgangs").Name(name).
-		SubResource("status").Param("fieldManager", common.PreemptionFieldManager).Param("force", "true").
-		Body(body).Do(ctx).Error()
+	err := p.gangs.ApplyStatus(ctx, namespace, name, common.PreemptionFieldManager,
+		map[string]any{"conditions": []metav1.Condition{cond}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Could not mark a preempted PodGang", "podGang", key)
 	}

@@ -41,7 +41,7 @@ func TestUpstreamConfigurationStartsTheOperator(t *testing.T) {
 	ns := cluster.Shared.TestNamespace(t)
 	local := testConfig(t, configv1alpha1.CertProvisionModeManual, ns)
 	cfg.Server, cfg.LeaderElection.Enabled = local.Server, false
-	pprofPort, err := webhooktest.FreePort()
+	pprofPort, err := cluster.FreePort()
 	require.NoError(t, err)
 	pprofAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pprofPort))
 	cfg.Debugging.PprofBindAddress = ptr.To(pprofAddr)

@@ -48,9 +48,9 @@ type operatorUnderTest struct {
 
 func testConfig(t *testing.T, mode configv1alpha1.CertProvisionMode, namespace string) *configv1alpha1.OperatorConfiguration {
 	t.Helper()
-	webhookPort, err := webhooktest.FreePort()
+	webhookPort, err := cluster.FreePort()
 	require.NoError(t, err)
-	healthPort, err := webhooktest.FreePort()
+	healthPort, err := cluster.FreePort()
 	require.NoError(t, err)
 	cfg, err := configv1alpha1.Decode([]byte("apiVersion: operator.config.grove.io/v1alpha1\nkind: OperatorConfiguration\n"))
 	require.NoError(t, err)

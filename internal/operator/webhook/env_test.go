@@ -84,7 +84,7 @@ func startEnv() (*testEnv, error) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.ErrorLevel)))
 	ctx := context.Background()
 	scheme := newScheme()
-	port, err := webhooktest.FreePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func TestMetadataOnlyUpdatesPassWhileTheOperatorIsDown(t *testing.T) {
 		Spec: corev1alpha1.ClusterTopologySpec{Levels: []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}, {Domain: "host", Key: "h"}}}}
 	require.NoError(t, c.Create(ctx, ct))
 
-	port, err := webhooktest.FreePort()
+	port, err := cluster.FreePort()
 	require.NoError(t, err)
 	ca, err := webhooktest.NewCA()
 	require.NoError(t, err)

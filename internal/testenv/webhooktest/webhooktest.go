@@ -225,9 +225,6 @@ func ServedCertificate(addr string) (*x509.Certificate, error) {
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
-// FreePort returns a free TCP port on 127.0.0.1 (see cluster.FreePort).
-func FreePort() (int, error) { return cluster.FreePort() }
-
 // WarningRecorder collects the warnings the apiserver returns (admission webhook warnings).
 type WarningRecorder struct {
 	mu       sync.Mutex

@@ -2,6 +2,7 @@ package gangcache
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -123,4 +125,21 @@ func NewPodGangClient(cfg *rest.Config) (*rest.RESTClient, error) {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
 	return rest.RESTClientFor(c)
+}
+
+// ApplyStatus server-side applies status fields of a PodGang as fieldManager (forced: each
+// writer owns its own fields, e.g. the Scheduled condition or DisruptionTarget).
+func (s *Shared) ApplyStatus(ctx context.Context, namespace, name, fieldManager string, status map[string]any) error {
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
+		"kind":       "PodGang",
+		"metadata":   map[string]string{"name": name, "namespace": namespace},
+		"status":     status,
+	})
+	if err != nil {
+		return err
+	}
+	return s.Client.Patch(types.ApplyPatchType).Namespace(namespace).Resource("podgangs").Name(name).
+		SubResource("status").Param("fieldManager", fieldManager).Param("force", "true").
+		Body(body).Do(ctx).Error()
 }
