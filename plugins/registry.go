@@ -9,18 +9,22 @@ import (
 	_ "github.com/ai-dynamo/grove/pkg/api/pluginargs/scheme"
 	"github.com/ai-dynamo/grove/plugins/dra"
 	"github.com/ai-dynamo/grove/plugins/gang"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/preemption"
 	"github.com/ai-dynamo/grove/plugins/topology"
 )
 
-// Registry returns the out-of-tree plugin registry of grove-scheduler.
+// Registry returns the out-of-tree plugin registry of grove-scheduler. Its plugins share one
+// gang record per gang through the state it makes here and hands to each factory (per profile:
+// the plugins of one profile share its gang cache). Each call makes new state.
 func Registry() frameworkruntime.Registry {
+	profiles := gangcache.NewProfiles()
 	return frameworkruntime.Registry{
-		gang.Name:     gang.New,
-		topology.Name: topology.New,
-		dra.Name:      dra.New,
+		gang.Name:     gang.NewWith(profiles),
+		topology.Name: topology.NewWith(profiles),
+		dra.Name:      dra.NewWith(profiles),
 		// Replaces DefaultPreemption in Grove's profile: gangs are preempted whole or not at all.
-		preemption.Name: preemption.New,
+		preemption.Name: preemption.NewWith(profiles),
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
@@ -75,9 +76,22 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin from its (defaulted) args. Without the scheduler's DRA manager (DRA
-// disabled) the plugin does nothing.
+// NewWith returns the plugin's factory for the profiles' shared state (the registry's).
+func NewWith(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newPlugin(ctx, obj, h, profiles)
+	}
+}
+
+// New builds the plugin with state of its own (tests; a profile is built through the registry,
+// NewWith).
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return newPlugin(ctx, obj, h, gangcache.NewProfiles())
+}
+
+// newPlugin builds the plugin from its (defaulted) args. Without the scheduler's DRA manager
+// (DRA disabled) the plugin does nothing.
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, profiles *gangcache.Profiles) (fwk.Plugin, error) {
 	args, ok := obj.(*pluginargs.DRAArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type DRAArgs, got %T", obj)
@@ -89,14 +103,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if p.dra == nil {
 		return p, nil
 	}
-	gangs, err := gangcache.For(ctx, h)
+	gangs, err := profiles.For(ctx, h)
 	if err != nil {
 		return nil, err
 	}
 	p.gangs = gangs
 	p.match = devices.CELMatcher(ctx, p.dra.DeviceClasses().Get)
 	p.pods = h.SharedInformerFactory().Core().V1().Pods().Lister()
-	gangs.SetDeviceAdvisor(p.advise)
+	gangs.SetDeviceAdvisor(p)
 	return p, nil
 }
 
@@ -277,10 +291,10 @@ func (p *Plugin) domains(v *gangView) (*devices.Need, []devices.Domain, error) {
 	return need, devices.Evaluate(v.key, v.nodes, devices.FromSlices(slices), free, need, p.match), nil
 }
 
-// advise is the topology plugin's DeviceAdvisor: domains that lack the gang's devices are left
+// DeviceAdvice makes the plugin the profile's gangcache.DeviceAdvisor: domains that lack the gang's devices are left
 // out (unless none has them: PreFilter then says why), and nodes where shared claims' devices
 // are allocated pin the PodGroups that use them.
-func (p *Plugin) advise(key string, g gangcache.Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) gangcache.DeviceAdvice {
+func (p *Plugin) DeviceAdvice(key string, g gangcache.Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) gangcache.DeviceAdvice {
 	var advice gangcache.DeviceAdvice
 	v := p.view(key, g, pod, nodeInfos)
 	if len(v.claims) == 0 {

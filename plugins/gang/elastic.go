@@ -2,7 +2,6 @@ package gang
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -48,7 +47,7 @@ func (p *Plugin) quorumWaits(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) bool
 		// pods would wait on a gang that cannot finish).
 		return p.wholeGangFits(w.Pod, w.Key, w.Gang.Quorum, nodeInfos) == "" && p.fitsDomains(w.Pod, w.Key, w.Gang, nodeInfos, false)
 	}
-	if !p.queued.has(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() {
+	if !p.gangs.Queued(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() {
 		// Neither in the queue nor found short of room by this scheduler.
 		return false
 	}
@@ -84,44 +83,6 @@ func (p *Plugin) heldAtPreEnqueue(pod *v1.Pod) string {
 	return ""
 }
 
-// queuedGangs holds the gangs whose members passed PreEnqueue since the gang plugin last
-// attempted one of them: their quorums are in the queue, about to be tried.
-type queuedGangs struct {
-	mu   sync.RWMutex
-	keys map[string]struct{}
-}
-
-func (q *queuedGangs) add(key string) {
-	q.mu.RLock()
-	_, ok := q.keys[key]
-	q.mu.RUnlock()
-	if ok {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.keys == nil {
-		q.keys = map[string]struct{}{}
-	}
-	q.keys[key] = struct{}{}
-}
-
-// remove reports whether key was there.
-func (q *queuedGangs) remove(key string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	_, ok := q.keys[key]
-	delete(q.keys, key)
-	return ok
-}
-
-func (q *queuedGangs) has(key string) bool {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	_, ok := q.keys[key]
-	return ok
-}
-
 // Quorums in queue order. A gang whose attempt starts lets a waiting quorum ahead of it in the
 // queue (a higher priority, or the same priority and older) go first when that quorum fits the
 // free room now: the scheduler's per-pod back-off can hold the older gang's pods back just when
@@ -144,7 +105,7 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 			// another scheduler places): waiting on it could wait forever.
 			continue
 		}
-		if !p.queued.has(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {
+		if !p.gangs.Queued(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {
 			// Neither in the queue nor found short of room, or kept out of the queue by
 			// another plugin: it would not take the room.
 			continue
@@ -165,14 +126,14 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 func (p *Plugin) queuedBefore(a, b string) bool {
 	na, ga := splitKey(a)
 	nb, gb := splitKey(b)
-	qa, qb := p.queueTimes.get(na, ga), p.queueTimes.get(nb, gb)
+	qa, qb := p.gangs.QueueTime(na, ga), p.gangs.QueueTime(nb, gb)
 	switch {
-	case qa.at.IsZero() || qb.at.IsZero():
+	case qa.At.IsZero() || qb.At.IsZero():
 		return false
-	case !qa.at.Equal(qb.at):
-		return qa.at.Before(qb.at)
-	case !qa.arrival.Equal(qb.arrival):
-		return !qa.arrival.IsZero() && (qb.arrival.IsZero() || qa.arrival.Before(qb.arrival))
+	case !qa.At.Equal(qb.At):
+		return qa.At.Before(qb.At)
+	case !qa.Arrival.Equal(qb.Arrival):
+		return !qa.Arrival.IsZero() && (qb.Arrival.IsZero() || qa.Arrival.Before(qb.Arrival))
 	}
 	return a < b
 }
@@ -208,37 +169,9 @@ func (p *Plugin) fitsDomains(pod *v1.Pod, key string, g gangcache.Gang, nodeInfo
 	return unfit == nil
 }
 
-// elasticWaiting holds the gangs whose members wait for other gangs' quorums (elastic members,
-// or a gang letting one ahead of it go first): no cluster event brings them back when those
-// quorums are placed or go away.
-type elasticWaiting struct {
-	mu   sync.Mutex
-	keys map[string]struct{}
-}
-
-func (e *elasticWaiting) add(key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.keys == nil {
-		e.keys = map[string]struct{}{}
-	}
-	e.keys[key] = struct{}{}
-}
-
-func (e *elasticWaiting) take() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.keys))
-	for k := range e.keys {
-		out = append(out, k)
-	}
-	e.keys = nil
-	return out
-}
-
 // retryElastic brings the waiting elastic members back to the active queue.
 func (p *Plugin) retryElastic() {
-	for _, key := range p.elastic.take() {
+	for _, key := range p.gangs.TakeElastic() {
 		p.activate(p.gangs.Pending(key))
 	}
 }

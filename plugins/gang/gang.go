@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/clock"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
@@ -51,15 +51,8 @@ type Plugin struct {
 	gangs  *gangcache.Shared
 	ledger *ledger.Ledger
 	status *statusWriter
-	// queueTimes orders gangs in the queue: the PodGang's creation, or its last failed attempt,
-	// then when the scheduler first saw a member.
-	queueTimes queueTimes
-	// elastic holds gangs whose elastic members wait for other gangs' quorums.
-	elastic elasticWaiting
 	// missing tells pods whose PodGang or PodGroup does not exist why they wait.
 	missing *missingGangReporter
-	// queued holds gangs whose quorums are in the scheduling queue, not yet attempted.
-	queued queuedGangs
 }
 
 var (
@@ -75,8 +68,21 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin from its (defaulted) args. It does not wait for the PodGang CRD.
+// NewWith returns the plugin's factory for the profiles' shared state (the registry's).
+func NewWith(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newPlugin(ctx, obj, h, profiles)
+	}
+}
+
+// New builds the plugin with state of its own, shared with no other plugin (tests; a profile
+// is built through the registry, NewWith).
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return newPlugin(ctx, obj, h, gangcache.NewProfiles())
+}
+
+// newPlugin builds the plugin from its (defaulted) args. It does not wait for the PodGang CRD.
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, profiles *gangcache.Profiles) (fwk.Plugin, error) {
 	args, ok := obj.(*pluginargs.GangArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type GangArgs, got %T", obj)
@@ -84,7 +90,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pluginargs.ValidateGangArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	gangs, err := gangcache.For(ctx, h)
+	gangs, err := profiles.For(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -94,15 +100,15 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		args:   *args,
 		handle: h,
 		gangs:  gangs,
-		ledger: ledger.New(clock.RealClock{}, ledger.Policy{
+		ledger: ledger.NewWithStore(clock.RealClock{}, ledger.Policy{
 			InitialBackoff: min(initialBackoff, args.MaxBackoff.Duration),
 			MaxBackoff:     args.MaxBackoff.Duration,
 			EventInterval:  eventInterval,
-		}),
+		}, gangs.Cache),
 	}
 	p.status = newStatusWriter(gangs, p.ledger, h.SharedInformerFactory().Core().V1().Nodes().Lister(), h.EventRecorder())
 	p.missing = newMissingGangReporter(ctx, h, p.missingGangReason)
-	gangs.AddListener(p.onGangEvent)
+	gangs.SetHandler(p)
 	go p.status.run(ctx)
 	return p, nil
 }
@@ -173,12 +179,12 @@ func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 		if !isMember || gang == "" {
 			return queueKey{time: e.GetTimestamp(), namespace: pod.Namespace, gang: pod.Name}
 		}
-		q := p.queueTimes.get(pod.Namespace, gang)
-		t := q.at
+		q := p.gangs.QueueTime(pod.Namespace, gang)
+		t := q.At
 		if t.IsZero() {
 			t = e.GetTimestamp()
 		}
-		return queueKey{time: t, arrival: q.arrival, namespace: pod.Namespace, gang: gang, group: pod.Labels[common.LabelPodClique], pod: pod.Name}
+		return queueKey{time: t, arrival: q.Arrival, namespace: pod.Namespace, gang: gang, group: pod.Labels[common.LabelPodClique], pod: pod.Name}
 	case *framework.QueuedPodGroupInfo:
 		if info.PodGroup != nil {
 			return queueKey{time: e.GetTimestamp(), namespace: info.PodGroup.Namespace, gang: info.PodGroup.Name}
@@ -187,80 +193,12 @@ func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 	return queueKey{time: e.GetTimestamp()}
 }
 
-// queueTimes holds each gang's queue times by namespace and name (lookups allocate nothing).
-type queueTimes struct {
-	mu    sync.RWMutex
-	byKey map[string]map[string]gangQueueTime
-}
-
-// gangQueueTime is where a gang queues: at (zero until its PodGang is seen), then arrival
-// (zero until a member reaches the queue).
-type gangQueueTime struct {
-	at, arrival time.Time
-}
-
-func (q *queueTimes) get(namespace, name string) gangQueueTime {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	return q.byKey[namespace][name]
-}
-
 func splitKey(key string) (namespace, name string) {
 	namespace, name, _ = strings.Cut(key, "/")
 	return namespace, name
 }
 
-// set records a gang's queue time; onlyIfUnset keeps an existing one.
-func (q *queueTimes) set(key string, t time.Time, onlyIfUnset bool) {
-	q.update(key, func(g *gangQueueTime) {
-		if g.at.IsZero() || !onlyIfUnset {
-			g.at = t
-		}
-	})
-}
-
-// arrive records when the gang's first member reached the queue.
-func (q *queueTimes) arrive(key string, t time.Time) {
-	namespace, name := splitKey(key)
-	q.mu.RLock()
-	known := !q.byKey[namespace][name].arrival.IsZero()
-	q.mu.RUnlock()
-	if known {
-		return
-	}
-	q.update(key, func(g *gangQueueTime) {
-		if g.arrival.IsZero() {
-			g.arrival = t
-		}
-	})
-}
-
-func (q *queueTimes) update(key string, change func(*gangQueueTime)) {
-	namespace, name := splitKey(key)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.byKey == nil {
-		q.byKey = map[string]map[string]gangQueueTime{}
-	}
-	if q.byKey[namespace] == nil {
-		q.byKey[namespace] = map[string]gangQueueTime{}
-	}
-	g := q.byKey[namespace][name]
-	change(&g)
-	q.byKey[namespace][name] = g
-}
-
-func (q *queueTimes) remove(key string) {
-	namespace, name := splitKey(key)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.byKey[namespace], name)
-	if len(q.byKey[namespace]) == 0 {
-		delete(q.byKey, namespace)
-	}
-}
-
-func (p *Plugin) setQueueTime(key string, t time.Time) { p.queueTimes.set(key, t, false) }
+func (p *Plugin) setQueueTime(key string, t time.Time) { p.gangs.SetQueueTime(key, t, false) }
 
 // PreEnqueue keeps a member out of the active queue until its PodGang exists and every PodGroup
 // has minReplicas members present and ungated, and while the gang backs off.
@@ -270,7 +208,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		return nil
 	}
 	p.gangs.AddPodIfMissing(pod)
-	p.queueTimes.arrive(key, time.Now())
+	p.gangs.Arrive(key, time.Now())
 	g, found := p.gangs.Get(key)
 	if !found {
 		p.missing.observe(pod)
@@ -289,7 +227,7 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 			"the gang backs off until %s after a failed attempt: %s", until.Format(time.RFC3339), reason))
 	}
 	// Its quorum now waits in the queue: elastic pods of other gangs keep its room free.
-	p.queued.add(key)
+	p.gangs.MarkQueued(key)
 	return nil
 }
 
@@ -310,20 +248,20 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	// Attempted: from here the ledger tells whether its quorum waits (short of room, or
 	// mid-attempt).
-	p.queued.remove(key)
+	p.gangs.Unqueue(key)
 	v := p.ledger.Admit(key, pod.UID, group, g.Quorum)
 	switch v.Kind {
 	case ledger.BackOff, ledger.Defer:
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
 	case ledger.Extra:
 		if why := p.elasticWaits(pod, key, nodeInfos); why != "" {
-			p.elastic.add(key)
+			p.gangs.AddElastic(key)
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 		}
 	case ledger.Proceed:
 		if v.FirstOfAttempt {
 			if why := p.quorumAheadFits(pod, key, nodeInfos); why != "" {
-				p.elastic.add(key)
+				p.gangs.AddElastic(key)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 			}
 			if reason := p.wholeGangFits(pod, key, g.Quorum, nodeInfos); reason != "" {
@@ -383,7 +321,7 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	if s == nil {
 		// Another plugin turned the member away before this one admitted it: its quorum is no
 		// longer counted as waiting in the queue, and elastic pods that waited for it retry.
-		if key, _, ok := gangcache.GangKey(pod); ok && p.queued.remove(key) {
+		if key, _, ok := gangcache.GangKey(pod); ok && p.gangs.Unqueue(key) {
 			p.retryElastic()
 		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -395,7 +333,7 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	if !found {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	why, noDomain := p.whyNoNode(pod, s.group, statuses)
+	why, noDomain := p.whyNoNode(state, pod, s.group, statuses)
 	if f := p.ledger.NoNode(s.key, s.group, s.epoch, g.Quorum, why); f != nil {
 		p.abandon(s.key, f)
 	} else if g.Quorum.Assumed() == 0 {
@@ -412,18 +350,19 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	return nil, fwk.NewStatus(fwk.Unschedulable, why)
 }
 
-// whyNoNode phrases a member's failure in gang terms. A topology plugin rejection in PreFilter
-// is already about the whole gang and is passed on as it is; noDomain tells it apart.
-func (p *Plugin) whyNoNode(pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) (why string, noDomain bool) {
+// whyNoNode phrases a member's failure in gang terms. A gang no domain can hold (told in the
+// cycle state, gangcache.NoDomainKey) is already a reason about the whole gang and is passed on
+// as it is; noDomain tells it apart.
+func (p *Plugin) whyNoNode(state fwk.CycleState, pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) (why string, noDomain bool) {
+	if nd := gangcache.NoDomainIn(state); nd != nil {
+		return nd.Reason, true
+	}
 	var st *fwk.Status
 	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil && len(all) > 0 {
 		st = statuses.Get(all[0].Node().Name)
 	}
 	if st == nil || len(st.Reasons()) == 0 {
 		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group), false
-	}
-	if st.Plugin() == pluginargs.TopologyPluginName {
-		return st.Message(), true
 	}
 	return fmt.Sprintf("pod %s of PodGroup %q fits no node (first node: %s)", pod.Name, group, st.Message()), false
 }
@@ -573,14 +512,14 @@ func activateLater(state fwk.CycleState, pods []*v1.Pod) {
 	}
 }
 
-// onGangEvent reacts to PodGang and member changes that no scheduler event reports: a quorum
+// GangEvent reacts to PodGang and member changes that no scheduler event reports: a quorum
 // that became present, a member ungated after it, and a new or changed PodGang activate the
 // gang's pending members; a deleted PodGang rejects its waiting members.
-func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
+func (p *Plugin) GangEvent(key string, ev gangcache.Event) {
 	switch ev {
 	case gangcache.GangChanged:
 		if g, ok := p.gangs.Get(key); ok {
-			p.queueTimes.set(key, g.PodGang.CreationTimestamp.Time, true)
+			p.gangs.SetQueueTime(key, g.PodGang.CreationTimestamp.Time, true)
 			if g.Quorum.Missing() == "" {
 				p.activate(p.gangs.Pending(key))
 			}
@@ -589,13 +528,13 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 	case gangcache.QuorumPresent, gangcache.MemberPresent:
 		p.activate(p.gangs.Pending(key))
 	case gangcache.GangDeleted:
-		for _, uid := range p.ledger.Forget(key) {
-			if wp := p.handle.GetWaitingPod(uid); wp != nil {
+		// The cache already dropped the gang's state (its one cleanup); the members waiting at
+		// the barrier are the framework's to reject.
+		p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+			if k, _, ok := gangcache.GangKey(wp.GetPod()); ok && k == key {
 				wp.Reject(Name, fmt.Sprintf("PodGang %s was deleted", key))
 			}
-		}
-		p.queueTimes.remove(key)
-		p.queued.remove(key)
+		})
 		p.release(key)
 		p.status.enqueue(key)
 		p.retryElastic()
@@ -613,7 +552,7 @@ func (p *Plugin) onGangEvent(key string, ev gangcache.Event) {
 
 // EventsToRegister lists the cluster events that may make a gang the plugin turned away fit.
 // Membership and PodGang changes are not scheduler events here: the plugin watches them itself
-// and activates the gang's pods (onGangEvent).
+// and activates the gang's pods (GangEvent).
 func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A deleted pod frees room a gang lacked.

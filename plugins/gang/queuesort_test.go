@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -111,13 +112,13 @@ func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Plugin{}
+			p := &Plugin{gangs: &gangcache.Shared{Cache: gangcache.New()}}
 			for gang, at := range tc.gangTimes {
 				p.setQueueTime(gang, t0.Add(at))
 			}
 			for gang, at := range tc.arrivals {
-				p.queueTimes.arrive(gang, t0.Add(at))
-				p.queueTimes.arrive(gang, t0.Add(time.Hour)) // only the first arrival counts
+				p.gangs.Arrive(gang, t0.Add(at))
+				p.gangs.Arrive(gang, t0.Add(time.Hour)) // only the first arrival counts
 			}
 			pods := append([]fwk.QueuedEntityInfo(nil), tc.pods...)
 			sort.SliceStable(pods, func(i, j int) bool { return p.Less(pods[i], pods[j]) })
@@ -131,22 +132,22 @@ func TestLessKeepsGangsTogetherAndAgesFailedGangs(t *testing.T) {
 }
 
 func TestLessAllocatesNothing(t *testing.T) {
-	p := &Plugin{}
+	p := &Plugin{gangs: &gangcache.Shared{Cache: gangcache.New()}}
 	p.setQueueTime("ns/a", t0)
-	p.queueTimes.arrive("ns/a", t0)
+	p.gangs.Arrive("ns/a", t0)
 	a, b := queued(t, "a-w-0", "a", "w", 0, 0), queued(t, "plain", "", "", 0, time.Second)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { p.Less(a, b); p.Less(b, a) }))
 }
 
 func TestQueuedBeforeFollowsTheQueueOrderOfGangs(t *testing.T) {
-	p := &Plugin{}
-	p.queueTimes.set("ns/old", t0, false)
-	p.queueTimes.set("ns/young", t0.Add(time.Second), false)
-	p.queueTimes.set("ns/twin-a", t0.Add(time.Second), false)
-	p.queueTimes.arrive("ns/twin-a", t0.Add(2*time.Second))
-	p.queueTimes.arrive("ns/young", t0.Add(3*time.Second))
-	p.queueTimes.set("ns/b", t0.Add(5*time.Second), false)
-	p.queueTimes.set("ns/a", t0.Add(5*time.Second), false)
+	p := &Plugin{gangs: &gangcache.Shared{Cache: gangcache.New()}}
+	p.gangs.SetQueueTime("ns/old", t0, false)
+	p.gangs.SetQueueTime("ns/young", t0.Add(time.Second), false)
+	p.gangs.SetQueueTime("ns/twin-a", t0.Add(time.Second), false)
+	p.gangs.Arrive("ns/twin-a", t0.Add(2*time.Second))
+	p.gangs.Arrive("ns/young", t0.Add(3*time.Second))
+	p.gangs.SetQueueTime("ns/b", t0.Add(5*time.Second), false)
+	p.gangs.SetQueueTime("ns/a", t0.Add(5*time.Second), false)
 	assert.True(t, p.queuedBefore("ns/old", "ns/young"), "older PodGang first")
 	assert.False(t, p.queuedBefore("ns/young", "ns/old"))
 	assert.True(t, p.queuedBefore("ns/twin-a", "ns/young"), "same second: the one whose members arrived first")

@@ -39,9 +39,9 @@ func testPlugin(t *testing.T) (*Plugin, *activations) {
 	t.Helper()
 	h := &activations{}
 	gangs := &gangcache.Shared{Cache: gangcache.New()}
-	l := ledger.New(clock.RealClock{}, ledger.Policy{InitialBackoff: time.Second, MaxBackoff: time.Minute, EventInterval: time.Minute})
+	l := ledger.NewWithStore(clock.RealClock{}, ledger.Policy{InitialBackoff: time.Second, MaxBackoff: time.Minute, EventInterval: time.Minute}, gangs.Cache)
 	p := &Plugin{ctx: context.Background(), handle: h, gangs: gangs, ledger: l, status: newStatusWriter(gangs, l, nil, nil)}
-	gangs.AddListener(p.onGangEvent)
+	gangs.SetHandler(p)
 	return p, h
 }
 

@@ -31,10 +31,9 @@ type statusWriter struct {
 	nodes    corelisters.NodeLister
 	recorder events.EventRecorder
 	queue    workqueue.TypedRateLimitingInterface[string]
-	// written remembers the last status applied per gang (touched by the one worker only), so
-	// that a write the informer has not shown yet is not repeated.
-	written map[string]writtenStatus
-	clock   clock.PassiveClock
+	// The last status applied per gang is kept in the gang's record (gangcache.Written), so
+	// that a write the informer has not shown yet is not repeated; the one worker touches it.
+	clock clock.PassiveClock
 }
 
 func (w *statusWriter) now() time.Time {
@@ -42,11 +41,6 @@ func (w *statusWriter) now() time.Time {
 		return time.Now()
 	}
 	return w.clock.Now()
-}
-
-type writtenStatus struct {
-	status desiredStatus
-	at     time.Time
 }
 
 // informerLag bounds how long a written status may take to show in the informer.
@@ -81,7 +75,7 @@ func waitingForPodsAfter(g gangcache.Gang, now time.Time) (after time.Duration, 
 
 func newStatusWriter(gangs *gangcache.Shared, l *ledger.Ledger, nodes corelisters.NodeLister, recorder events.EventRecorder) *statusWriter {
 	return &statusWriter{
-		gangs: gangs, ledger: l, nodes: nodes, recorder: recorder, written: map[string]writtenStatus{},
+		gangs: gangs, ledger: l, nodes: nodes, recorder: recorder,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "grove-podgang-status"}),
 	}
@@ -211,7 +205,6 @@ func (w *statusWriter) placementScore(g gangcache.Gang) *float64 {
 func (w *statusWriter) sync(ctx context.Context, key string) error {
 	g, ok := w.gangs.Get(key)
 	if !ok {
-		delete(w.written, key)
 		schedmetrics.SetWaiting(key, "")
 		return nil
 	}
@@ -232,8 +225,9 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	}
 	existing := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionScheduled)
 	current := desiredStatus{phase: pg.Status.Phase, condition: existing, placementScore: pg.Status.PlacementScore}
-	last, wrote := w.written[key]
-	if current.equal(d) || wrote && last.status.equal(d) && time.Since(last.at) < informerLag {
+	last, wrote := w.gangs.Written(key)
+	lastStatus, _ := last.Status.(desiredStatus)
+	if current.equal(d) || wrote && lastStatus.equal(d) && time.Since(last.At) < informerLag {
 		return nil
 	}
 	status := map[string]any{"phase": d.phase, "conditions": []metav1.Condition{*d.condition}}
@@ -242,7 +236,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	}
 	err := w.gangs.ApplyStatus(ctx, pg.Namespace, pg.Name, common.SchedulerFieldManager, status)
 	if apierrors.IsNotFound(err) {
-		delete(w.written, key)
+		w.gangs.SetWritten(key, gangcache.Written{})
 		return nil
 	}
 	if err != nil {
@@ -250,7 +244,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	}
 	// A placed gang gets no event of its own: kube-scheduler already tells each pod's binding,
 	// and an event per gang would be one more API write per gang on the hot path.
-	w.written[key] = writtenStatus{status: d, at: time.Now()}
+	w.gangs.SetWritten(key, gangcache.Written{Status: d, At: time.Now()})
 	observeWritten(g, d)
 	return nil
 }

@@ -35,6 +35,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	kpreemption "k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
@@ -77,9 +78,22 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
-// New builds the plugin; it takes no args.
-func New(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	gangs, err := gangcache.For(ctx, h)
+// NewWith returns the plugin's factory for the profiles' shared state (the registry's).
+func NewWith(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newPlugin(ctx, obj, h, profiles)
+	}
+}
+
+// New builds the plugin with state of its own (tests; a profile is built through the registry,
+// NewWith).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return newPlugin(ctx, obj, h, gangcache.NewProfiles())
+}
+
+// newPlugin builds the plugin; it takes no args.
+func newPlugin(ctx context.Context, _ runtime.Object, h fwk.Handle, profiles *gangcache.Profiles) (fwk.Plugin, error) {
+	gangs, err := profiles.For(ctx, h)
 	if err != nil {
 		return nil, err
 	}

@@ -5,13 +5,13 @@
 //
 // The domain choice lives in plugins/internal/placement; this package wires it to the framework.
 // Which members hold a node (and so pin their gang's domains) is recorded by the gang plugin in
-// the cache both share: the two are enabled together.
+// the gang's record both share, where this plugin keeps its plan too: the two are enabled
+// together (grove-scheduler refuses to start a profile with Topology and without Gang).
 package topology
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,9 +21,9 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
-	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
@@ -38,21 +38,9 @@ const stateKey fwk.StateKey = "grove.io/" + Name
 type Plugin struct {
 	args   pluginargs.TopologyArgs
 	handle fwk.Handle
-	gangs  *gangcache.Shared
-
-	mu sync.Mutex
-	// plans holds each gang's current placement, reused while its attempt is under way.
-	plans map[string]*gangPlan
-	// preferenceMissed lists gangs (by PodGang UID) a member of which fit no node of the
-	// preferred domain it was narrowed to: their later attempts search every node.
-	preferenceMissed map[string]types.UID
-}
-
-// gangPlan is the placement of one gang attempt.
-type gangPlan struct {
-	podGang *v1alpha1.PodGang
-	tree    *placement.Tree
-	plan    *placement.Plan
+	// gangs holds each gang's record: its current placement (gangcache.Plan), reused while its
+	// attempt is under way, and whether a member missed its preferred domain.
+	gangs *gangcache.Shared
 }
 
 var (
@@ -65,8 +53,21 @@ var (
 	_ fwk.SignPlugin        = &Plugin{}
 )
 
-// New builds the plugin from its (defaulted) args. It does not wait for the PodGang CRD.
+// NewWith returns the plugin's factory for the profiles' shared state (the registry's).
+func NewWith(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return newPlugin(ctx, obj, h, profiles)
+	}
+}
+
+// New builds the plugin with state of its own (tests; a profile is built through the registry,
+// NewWith).
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return newPlugin(ctx, obj, h, gangcache.NewProfiles())
+}
+
+// newPlugin builds the plugin from its (defaulted) args. It does not wait for the PodGang CRD.
+func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, profiles *gangcache.Profiles) (fwk.Plugin, error) {
 	args, ok := obj.(*pluginargs.TopologyArgs)
 	if !ok {
 		return nil, fmt.Errorf("want args of type TopologyArgs, got %T", obj)
@@ -74,20 +75,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := pluginargs.ValidateTopologyArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	gangs, err := gangcache.For(ctx, h)
+	gangs, err := profiles.For(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{args: *args, handle: h, gangs: gangs, plans: map[string]*gangPlan{}, preferenceMissed: map[string]types.UID{}}
-	gangs.AddListener(func(key string, ev gangcache.Event) {
-		if ev == gangcache.GangDeleted {
-			p.mu.Lock()
-			delete(p.plans, key)
-			delete(p.preferenceMissed, key)
-			p.mu.Unlock()
-		}
-	})
-	return p, nil
+	return &Plugin{args: *args, handle: h, gangs: gangs}, nil
 }
 
 // Name returns the plugin name.
@@ -138,6 +130,8 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if unfit != nil {
+		// The gang plugin's PostFilter reads this: the whole gang has no domain.
+		state.Write(gangcache.NoDomainKey, &gangcache.NoDomain{Reason: unfit.Error()})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unfit.Error())
 	}
 	s := &cycleState{key: key, uid: g.PodGang.UID, required: plan.Required(group), shape: capacity.PodShape(pod)}
@@ -145,7 +139,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		s.preferred = &c
 	}
 	allowed := plan.AllowedNodes(group)
-	if preferred := plan.PreferredNodes(group); preferred != nil && !p.missedPreference(key, s.uid) {
+	if preferred := plan.PreferredNodes(group); preferred != nil && !p.gangs.MissedPreference(key, s.uid) {
 		if allowed != nil {
 			preferred = allowed.Intersection(preferred)
 		}
@@ -164,25 +158,23 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 // an attempt — and reused by the attempt's later members, so a gang's domain is chosen once per
 // attempt. tree is nil for gangs without pack constraints.
 func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeInfos []fwk.NodeInfo) (*placement.Plan, *placement.Tree, *placement.Unfit) {
-	p.mu.Lock()
-	gp := p.plans[key]
-	if gp != nil && gp.podGang == g.PodGang && gp.plan != nil && g.Quorum.Assumed() > 0 {
-		p.mu.Unlock()
-		return gp.plan, gp.tree, nil
+	gp := p.gangs.Plan(key)
+	if gp.PodGang == g.PodGang && gp.Plan != nil && g.Quorum.Assumed() > 0 {
+		return gp.Plan, gp.Tree, nil
 	}
 	var tree *placement.Tree
-	if gp != nil && gp.podGang == g.PodGang {
-		tree = gp.tree
+	if gp.PodGang == g.PodGang && gp.Tree != nil {
+		tree = gp.Tree
 	} else {
 		tree = placement.NewTree(&g.PodGang.Spec)
 	}
 	if !tree.Constrained() {
-		// Remember the tree so that unconstrained gangs cost one map lookup per member.
-		p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree}
-		p.mu.Unlock()
+		// Remember the tree so that unconstrained gangs cost one record lookup per member.
+		if gp.Tree != tree {
+			p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree})
+		}
 		return nil, nil, nil
 	}
-	p.mu.Unlock()
 
 	count := g.Quorum.Remaining()
 	if count[group] == 0 {
@@ -222,25 +214,15 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	// The other PodGangs of its group (a PodCliqueSet replica) pin the domain they share.
 	shared, sharedBy := p.gangs.SharedNodes(key)
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy})
-	p.mu.Lock()
-	p.plans[key] = &gangPlan{podGang: g.PodGang, tree: tree, plan: plan}
-	p.mu.Unlock()
+	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
-}
-
-func (p *Plugin) missedPreference(key string, uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.preferenceMissed[key] == uid
 }
 
 // PostFilter: a member narrowed to its preferred domain fit none of its nodes, so the gang's
 // preference is not worth a failed attempt again; its next attempts search every node.
 func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if s := readState(state); s != nil && s.narrowed {
-		p.mu.Lock()
-		p.preferenceMissed[s.key] = s.uid
-		p.mu.Unlock()
+		p.gangs.MissPreference(s.key, s.uid)
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }

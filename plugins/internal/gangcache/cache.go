@@ -1,11 +1,33 @@
-// Package gangcache is grove-scheduler's view of PodGangs and their member pods, shared by the
-// gang and topology plugins of a profile. It is fed by informers (PodGangs, pods) and by the
-// plugins themselves (which member got a node), and keeps per-PodGroup counts current so that
-// the quorum questions asked on every scheduling cycle cost O(PodGroups), not O(members).
+// Package gangcache holds grove-scheduler's one record per gang, shared by the Gang, Topology,
+// DRA and GangPreemption plugins of a profile. It is fed by informers (PodGangs, pods) and by
+// the plugins themselves (which member got a node), and keeps per-PodGroup counts current so
+// that the quorum questions asked on every scheduling cycle cost O(PodGroups), not O(members).
+//
+// # One record, one lock, one cleanup
+//
+// Everything the scheduler knows about a gang lives in its record (entry): the PodGang and its
+// members, quorum progress, the scout, the gang plugin's attempt state (ledger.Gang), its queue
+// time and whether its quorum waits in the queue, the topology plugin's plan for the current
+// attempt and its missed preference, and the status writer's last write. Records live in one
+// map of one Cache.
+//
+// Locks: Cache.mu guards the map of records, the by-namespace index of it, every field of every
+// record and the set of gangs whose elastic members wait. Code run under it is the cache's own
+// (and ledger's pure decisions through UpdateAttempt): it never calls a plugin, the framework or
+// the API server. The profile's one Reservation is an atomic pointer, read without a lock on
+// every Filter call. The Handler and DeviceAdvisor are set once while the profile's plugins are
+// built and read under Cache.mu, but called outside it: the Handler after the cache is updated,
+// the DeviceAdvisor by the topology plugin's PreFilter.
+//
+// Cleanup: a deleted PodGang's gang-level state (attempt, plan, queue time, status write) is
+// dropped at once by DeletePodGang (its members may still be running and keep their counts);
+// the record itself goes when the PodGang and its members are all gone. No plugin keeps a map of
+// gangs of its own that would need cleaning.
 package gangcache
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +40,7 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
 // GangKey names a pod's PodGang as "<namespace>/<name>" and returns its PodGroup; ok is false
@@ -68,13 +91,22 @@ const (
 	FirstMember
 )
 
-// Listener is told about changes after the cache is updated, outside its lock.
-type Listener func(key string, ev Event)
+// Handler is told about changes after the cache is updated, outside its lock. The gang plugin
+// of the profile is the cache's Handler.
+type Handler interface {
+	GangEvent(key string, ev Event)
+}
 
-type placement int
+// HandlerFunc is a Handler made of a function.
+type HandlerFunc func(key string, ev Event)
+
+// GangEvent implements Handler.
+func (f HandlerFunc) GangEvent(key string, ev Event) { f(key, ev) }
+
+type memberState int
 
 const (
-	pending placement = iota
+	pending memberState = iota
 	assumed
 	bound
 )
@@ -83,7 +115,7 @@ type member struct {
 	pod     *v1.Pod
 	group   string
 	present bool
-	state   placement
+	state   memberState
 	node    string
 	running bool
 }
@@ -117,11 +149,13 @@ func TemplateOf(pod *v1.Pod) Template {
 	return Template{Shape: capacity.PodShape(pod), Rules: nodes.RulesOf(pod)}
 }
 
+// entry is a gang's one record. Cache.mu guards every field.
 type entry struct {
-	podGang       *v1alpha1.PodGang
-	members       map[types.UID]*member
-	groups        map[string]*groupCounts
-	quorumPresent bool
+	namespace, name string
+	podGang         *v1alpha1.PodGang
+	members         map[types.UID]*member
+	groups          map[string]*groupCounts
+	quorumPresent   bool
 	// scout is the member that found the gang unplaceable; "" when none did since it was
 	// last placed.
 	scout types.UID
@@ -130,45 +164,115 @@ type entry struct {
 	// membersSince is the creation time of the earliest member pod seen since the gang last had
 	// none; zero while it has none.
 	membersSince time.Time
+
+	gangState
 }
 
-// Cache holds the gangs. Its methods are safe for concurrent use.
+// gangState is what a record knows about the PodGang's scheduling beyond its members; it is
+// dropped when the PodGang is deleted.
+type gangState struct {
+	// attempt is the gang plugin's ledger record: epoch, barrier, back-off, reason.
+	attempt ledger.Gang
+	// queue is where the gang sorts in the scheduling queue.
+	queue QueueTime
+	// queued: the gang's quorum passed PreEnqueue and was not attempted since.
+	queued bool
+	// plan is the topology plugin's placement of the current attempt; preferenceMissed the
+	// PodGang UID whose member fit no node of its preferred domain.
+	plan             Plan
+	preferenceMissed types.UID
+	// written is the status writer's last write of the PodGang's status.
+	written Written
+}
+
+// QueueTime is where a gang sorts in the scheduling queue: At (the PodGang's creation, or its
+// last failed attempt; zero until the PodGang is seen), then Arrival (when its first member
+// reached the queue; zero until then).
+type QueueTime struct {
+	At, Arrival time.Time
+}
+
+// Plan is the topology plugin's placement of a gang attempt, kept for the attempt's later
+// members. Tree is kept for the PodGang it was built from; Plan is nil for gangs without pack
+// constraints.
+type Plan struct {
+	PodGang *v1alpha1.PodGang
+	Tree    *placement.Tree
+	Plan    *placement.Plan
+}
+
+// Written is the status writer's last write of a PodGang's status (Status is the writer's own
+// value), so that a write the informer has not shown yet is not repeated.
+type Written struct {
+	Status any
+	At     time.Time
+}
+
+// Cache holds the gangs' records. Its methods are safe for concurrent use.
 type Cache struct {
-	mu        sync.RWMutex
-	gangs     map[string]*entry
-	listeners []Listener
-	advisor   DeviceAdvisor
+	mu    sync.RWMutex
+	gangs map[string]*entry
+	// byName indexes gangs by namespace and name: queue ordering looks gangs up without
+	// building a key.
+	byName map[string]map[string]*entry
+	// elastic holds the gangs whose members wait for other gangs' quorums.
+	elastic map[string]struct{}
+	handler Handler
+	advisor DeviceAdvisor
 	reservations
 }
 
-// New returns an empty cache; Start wires it to informers.
-func New() *Cache { return &Cache{gangs: map[string]*entry{}} }
+// New returns an empty cache; Profiles.For wires one to informers.
+func New() *Cache {
+	return &Cache{gangs: map[string]*entry{}, byName: map[string]map[string]*entry{}, elastic: map[string]struct{}{}}
+}
 
-// AddListener registers l for every later change.
-func (c *Cache) AddListener(l Listener) {
+// SetHandler makes h the one Handler told about changes (the profile's gang plugin).
+func (c *Cache) SetHandler(h Handler) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.listeners = append(c.listeners, l)
+	c.handler = h
 }
 
 func (c *Cache) notify(key string, events ...Event) {
 	c.mu.RLock()
-	ls := c.listeners
+	h := c.handler
 	c.mu.RUnlock()
+	if h == nil {
+		return
+	}
 	for _, ev := range events {
-		for _, l := range ls {
-			l(key, ev)
-		}
+		h.GangEvent(key, ev)
 	}
 }
 
 func (c *Cache) entry(key string) *entry {
 	e := c.gangs[key]
 	if e == nil {
-		e = &entry{members: map[types.UID]*member{}, groups: map[string]*groupCounts{}}
+		ns, name, _ := strings.Cut(key, "/")
+		e = &entry{namespace: ns, name: name, members: map[types.UID]*member{}, groups: map[string]*groupCounts{}}
 		c.gangs[key] = e
+		if c.byName[ns] == nil {
+			c.byName[ns] = map[string]*entry{}
+		}
+		c.byName[ns][name] = e
 	}
 	return e
+}
+
+// removeIfEmpty drops the record of a gang whose PodGang and members are all gone.
+func (c *Cache) removeIfEmpty(key string, e *entry) {
+	if !e.empty() {
+		return
+	}
+	delete(c.gangs, key)
+	delete(c.elastic, key)
+	if byNs := c.byName[e.namespace]; byNs != nil {
+		delete(byNs, e.name)
+		if len(byNs) == 0 {
+			delete(c.byName, e.namespace)
+		}
+	}
 }
 
 func (e *entry) counts(group string) *groupCounts {
@@ -319,9 +423,7 @@ func (c *Cache) DeletePod(pod *v1.Pod) {
 	}
 	e.setMember(pod.UID, nil)
 	e.updateQuorumPresent()
-	if e.empty() {
-		delete(c.gangs, key)
-	}
+	c.removeIfEmpty(key, e)
 	c.mu.Unlock()
 	c.notify(key, MembersChanged)
 }
@@ -345,23 +447,25 @@ func (c *Cache) UpsertPodGang(pg *v1alpha1.PodGang) {
 	c.notify(key, events...)
 }
 
-// DeletePodGang forgets a PodGang (its members stay known until they are deleted).
+// DeletePodGang forgets a PodGang and everything the plugins knew of its scheduling, at once:
+// this is the one cleanup of a gang's state. Its members stay known until they are deleted.
 func (c *Cache) DeletePodGang(namespace, name string) {
 	key := namespace + "/" + name
 	c.mu.Lock()
 	if e := c.gangs[key]; e != nil {
 		e.podGang = nil
 		e.quorumPresent = false
-		if e.empty() {
-			delete(c.gangs, key)
-		}
+		e.scout = ""
+		e.gangState = gangState{}
+		delete(c.elastic, key)
+		c.removeIfEmpty(key, e)
 	}
 	c.mu.Unlock()
 	c.notify(key, GangDeleted)
 }
 
 // setPlacement moves a member to state on node; the member is recorded from pod when unknown.
-func (c *Cache) setPlacement(pod *v1.Pod, state placement, node string) {
+func (c *Cache) setPlacement(pod *v1.Pod, state memberState, node string) {
 	key, group, ok := GangKey(pod)
 	if !ok {
 		return
@@ -441,22 +545,56 @@ func (c *Cache) Template(key, group string) (Template, bool) {
 	return Template{}, false
 }
 
-// Pending returns the present members that have no node, to be (re)activated in the queue.
-func (c *Cache) Pending(key string) []*v1.Pod {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e := c.gangs[key]
-	if e == nil {
-		return nil
-	}
-	var out []*v1.Pod
+// Member scans: which members a question is about.
+func (m *member) pendingPresent() bool { return m.state == pending && m.present }
+func (m *member) isAssumed() bool      { return m.state == assumed }
+func (m *member) isBound() bool        { return m.state == bound }
+func (m *member) holdsNode() bool      { return m.state != pending && m.node != "" }
+
+// pods appends the pods of the members keep selects to out.
+func (e *entry) pods(out []*v1.Pod, keep func(*member) bool) []*v1.Pod {
 	for _, m := range e.members {
-		if m.state == pending && m.present {
+		if keep(m) {
 			out = append(out, m.pod)
 		}
 	}
 	return out
 }
+
+// nodes lists the nodes of the members keep selects, per PodGroup.
+func (e *entry) nodes(keep func(*member) bool) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range e.members {
+		if keep(m) {
+			out[m.group] = append(out[m.group], m.node)
+		}
+	}
+	return out
+}
+
+// podsOf returns the pods of gang key's members keep selects.
+func (c *Cache) podsOf(key string, keep func(*member) bool) []*v1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e := c.gangs[key]; e != nil {
+		return e.pods(nil, keep)
+	}
+	return nil
+}
+
+// nodesOf lists the nodes of gang key's members keep selects, per PodGroup (nil for an unknown
+// gang).
+func (c *Cache) nodesOf(key string, keep func(*member) bool) map[string][]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e := c.gangs[key]; e != nil {
+		return e.nodes(keep)
+	}
+	return nil
+}
+
+// Pending returns the present members that have no node, to be (re)activated in the queue.
+func (c *Cache) Pending(key string) []*v1.Pod { return c.podsOf(key, (*member).pendingPresent) }
 
 // HasClaimants reports whether any member of the gang names a ResourceClaim: the DRA plugin's
 // per-member checks cost nothing for gangs without claims.
@@ -473,11 +611,7 @@ func (c *Cache) AllPending() []*v1.Pod {
 	defer c.mu.RUnlock()
 	var out []*v1.Pod
 	for _, e := range c.gangs {
-		for _, m := range e.members {
-			if m.state == pending && m.present {
-				out = append(out, m.pod)
-			}
-		}
+		out = e.pods(out, (*member).pendingPresent)
 	}
 	return out
 }
@@ -512,7 +646,7 @@ func (c *Cache) Requeue(pod *v1.Pod) bool {
 		return true
 	}
 	scout := e.members[e.scout]
-	return scout == nil || scout.state != pending || !scout.present
+	return scout == nil || !scout.pendingPresent()
 }
 
 // Members returns the members with the given UIDs that are still known.
@@ -533,55 +667,15 @@ func (c *Cache) Members(key string, uids []types.UID) []*v1.Pod {
 }
 
 // Assumed returns the members that hold an assumed (not yet bound) node.
-func (c *Cache) Assumed(key string) []*v1.Pod {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e := c.gangs[key]
-	if e == nil {
-		return nil
-	}
-	var out []*v1.Pod
-	for _, m := range e.members {
-		if m.state == assumed {
-			out = append(out, m.pod)
-		}
-	}
-	return out
-}
+func (c *Cache) Assumed(key string) []*v1.Pod { return c.podsOf(key, (*member).isAssumed) }
 
 // HeldNodes lists, per PodGroup, the nodes of members that are assumed or bound.
 func (c *Cache) HeldNodes(key string) map[string][]string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e := c.gangs[key]
-	if e == nil {
-		return nil
-	}
-	out := map[string][]string{}
-	for _, m := range e.members {
-		if m.state != pending && m.node != "" {
-			out[m.group] = append(out[m.group], m.node)
-		}
-	}
-	return out
+	return c.nodesOf(key, (*member).holdsNode)
 }
 
 // BoundNodes lists the nodes of bound members per PodGroup.
-func (c *Cache) BoundNodes(key string) map[string][]string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	e := c.gangs[key]
-	if e == nil {
-		return nil
-	}
-	out := map[string][]string{}
-	for _, m := range e.members {
-		if m.state == bound {
-			out[m.group] = append(out[m.group], m.node)
-		}
-	}
-	return out
-}
+func (c *Cache) BoundNodes(key string) map[string][]string { return c.nodesOf(key, (*member).isBound) }
 
 // DeviceAdvice is the DRA plugin's say in where a gang goes; the zero value changes nothing.
 type DeviceAdvice struct {
@@ -593,10 +687,12 @@ type DeviceAdvice struct {
 	Usable map[string]bool
 }
 
-// DeviceAdvisor computes a gang's DeviceAdvice from the scheduler's nodes.
-type DeviceAdvisor func(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) DeviceAdvice
+// DeviceAdvisor computes a gang's DeviceAdvice from the scheduler's nodes: the DRA plugin.
+type DeviceAdvisor interface {
+	DeviceAdvice(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) DeviceAdvice
+}
 
-// SetDeviceAdvisor is called by the DRA plugin of the profile.
+// SetDeviceAdvisor makes a the profile's DeviceAdvisor (its DRA plugin, when enabled).
 func (c *Cache) SetDeviceAdvisor(a DeviceAdvisor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -611,7 +707,7 @@ func (c *Cache) DeviceAdvice(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.No
 	if a == nil {
 		return DeviceAdvice{}
 	}
-	return a(key, g, pod, nodeInfos)
+	return a.DeviceAdvice(key, g, pod, nodeInfos)
 }
 
 // SharedNodes lists the nodes of assumed or bound members of the other PodGangs that name the
@@ -634,7 +730,7 @@ func (c *Cache) SharedNodes(key string) (nodes []string, by string) {
 		}
 		n := 0
 		for _, m := range o.members {
-			if m.state != pending && m.node != "" {
+			if m.holdsNode() {
 				nodes = append(nodes, m.node)
 				n++
 			}
@@ -669,7 +765,7 @@ func (c *Cache) WaitingQuorums(prio int32, except string) []Waiting {
 		}
 		var pod *v1.Pod
 		for _, m := range e.members {
-			if m.state == pending && m.present {
+			if m.pendingPresent() {
 				pod = m.pod
 				break
 			}

@@ -102,7 +102,7 @@ func TestCountsFollowInformerAndScheduler(t *testing.T) {
 func TestQuorumPresentIsToldOnceWhenTheLastMemberArrives(t *testing.T) {
 	c := New()
 	r := &recorder{}
-	c.AddListener(r.listen)
+	c.SetHandler(HandlerFunc(r.listen))
 	c.UpsertPod(memberPod("a1", "a"))
 	c.UpsertPod(memberPod("b1", "b", gated))
 	assert.Empty(t, r.take(), "no PodGang yet")
@@ -128,7 +128,7 @@ func TestQuorumPresentIsToldOnceWhenTheLastMemberArrives(t *testing.T) {
 func TestMemberUngatedAfterTheQuorumIsTold(t *testing.T) {
 	c := New()
 	r := &recorder{}
-	c.AddListener(r.listen)
+	c.SetHandler(HandlerFunc(r.listen))
 	c.UpsertPodGang(podGang(1, 1, 1))
 	c.AddPodIfMissing(memberPod("a2", "a", gated)) // PreEnqueue saw it first, still gated
 	var told []Event
@@ -153,14 +153,14 @@ func TestAddPodIfMissingTellsListenersFromAnotherGoroutine(t *testing.T) {
 	got := make(chan Event, 1)
 	var listenerDone sync.Mutex
 	listenerDone.Lock()
-	c.AddListener(func(k string, ev Event) {
+	c.SetHandler(HandlerFunc(func(k string, ev Event) {
 		// PreEnqueue holds the queue's lock; a listener that activates pods takes it too. The
 		// cache must not call it on PreEnqueue's goroutine: here, that goroutine holds
 		// listenerDone until AddPodIfMissing returned.
 		listenerDone.Lock()
 		defer listenerDone.Unlock()
 		got <- ev
-	})
+	}))
 	c.AddPodIfMissing(memberPod("a1", "a"))
 	listenerDone.Unlock()
 	select {
@@ -218,7 +218,7 @@ func TestFirstMemberIsToldOnceAndMembersSinceIsTheEarliestPod(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := New()
 	r := &recorder{}
-	c.AddListener(r.listen)
+	c.SetHandler(HandlerFunc(r.listen))
 	c.UpsertPodGang(podGang(1, 2, 1))
 	g, _ := c.Get(key)
 	assert.True(t, g.MembersSince.IsZero(), "no pod yet")
@@ -242,7 +242,7 @@ func TestFirstMemberIsToldOnceAndMembersSinceIsTheEarliestPod(t *testing.T) {
 	assert.Equal(t, t0.Add(time.Hour), g.MembersSince, "the wait starts from the new pods")
 
 	other := New()
-	other.AddListener(r.listen)
+	other.SetHandler(HandlerFunc(r.listen))
 	other.UpsertPodGang(podGang(1, 1))
 	r.take()
 	other.UpsertPod(memberPod("a1", "a", created(t0)))

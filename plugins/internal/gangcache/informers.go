@@ -32,18 +32,26 @@ type Shared struct {
 // simply not be known yet.
 func (s *Shared) Synced() bool { return s.synced() }
 
-var (
-	sharedMu sync.Mutex
-	byHandle = map[fwk.Handle]*Shared{}
-)
+// Profiles is the state grove-scheduler's plugins share: one Shared gang cache per scheduling
+// profile. The plugin registry makes one and hands it to every plugin factory, so the Gang,
+// Topology, DRA and GangPreemption plugins of a profile (built with the profile's framework
+// handle) find the same cache, and a second registry (another scheduler in one process, a
+// test) shares nothing with the first.
+type Profiles struct {
+	mu       sync.Mutex
+	byHandle map[fwk.Handle]*Shared
+}
 
-// For returns the gang cache of the profile behind h, starting it on first use. The gang and
-// topology plugins of one profile share it. It never blocks on the PodGang CRD: if the CRD is
-// not installed yet, the informer keeps retrying in the background and gangs stay unknown.
-func For(ctx context.Context, h fwk.Handle) (*Shared, error) {
-	sharedMu.Lock()
-	defer sharedMu.Unlock()
-	if s := byHandle[h]; s != nil {
+// NewProfiles returns an empty set of profiles.
+func NewProfiles() *Profiles { return &Profiles{byHandle: map[fwk.Handle]*Shared{}} }
+
+// For returns the gang cache of the profile behind h, starting it on first use. It never blocks
+// on the PodGang CRD: if the CRD is not installed yet, the informer keeps retrying in the
+// background and gangs stay unknown. The profile's entry is dropped when ctx ends.
+func (ps *Profiles) For(ctx context.Context, h fwk.Handle) (*Shared, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if s := ps.byHandle[h]; s != nil {
 		return s, nil
 	}
 	if h.KubeConfig() == nil {
@@ -98,13 +106,13 @@ func For(ctx context.Context, h fwk.Handle) (*Shared, error) {
 		return nil, err
 	}
 	s := &Shared{Cache: c, Client: client, synced: podGangs.HasSynced}
-	byHandle[h] = s
+	ps.byHandle[h] = s
 	go podGangs.RunWithContext(ctx)
 	go func() {
 		<-ctx.Done()
-		sharedMu.Lock()
-		delete(byHandle, h)
-		sharedMu.Unlock()
+		ps.mu.Lock()
+		delete(ps.byHandle, h)
+		ps.mu.Unlock()
 		klog.FromContext(ctx).V(4).Info("Stopped the gang cache")
 	}()
 	return s, nil

@@ -19,17 +19,52 @@ type Policy struct {
 	EventInterval time.Duration
 }
 
-// Ledger tracks every gang the scheduler has seen. It is safe for concurrent use: the scheduling
-// cycle, binding goroutines (Permit timeouts, Unreserve) and informer handlers all report to it.
+// Ledger decides gang attempts. It keeps no state of its own: each gang's Gang lives in a Store
+// (in grove-scheduler, inside the gang's one record in the gang cache), which serialises the
+// calls. It is safe for concurrent use: the scheduling cycle, binding goroutines (Permit
+// timeouts, Unreserve) and informer handlers all report to it.
 type Ledger struct {
-	mu     sync.Mutex
 	clock  clock.PassiveClock
 	policy Policy
-	gangs  map[string]*gang
+	store  Store
 }
 
-// gang is the ledger's record of one PodGang.
-type gang struct {
+// Store holds the Gang of each PodGang.
+type Store interface {
+	// UpdateAttempt runs fn on the Gang of key under the store's lock; fn calls nothing outside.
+	// With create, a missing record is made (a zero Gang); without, fn is not run and ok is
+	// false.
+	UpdateAttempt(key string, create bool, fn func(*Gang)) (ok bool)
+}
+
+// MapStore is a Store of its own, for a Ledger used alone.
+type MapStore struct {
+	mu    sync.Mutex
+	gangs map[string]*Gang
+}
+
+// UpdateAttempt implements Store.
+func (s *MapStore) UpdateAttempt(key string, create bool, fn func(*Gang)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gangs[key]
+	if g == nil {
+		if !create {
+			return false
+		}
+		if s.gangs == nil {
+			s.gangs = map[string]*Gang{}
+		}
+		g = &Gang{}
+		s.gangs[key] = g
+	}
+	fn(g)
+	return true
+}
+
+// Gang is the ledger's record of one PodGang's attempts. Its zero value is a gang never
+// attempted; a Store holds it and serialises access to it.
+type Gang struct {
 	// epoch numbers the gang's attempts; a member admitted under an older epoch belongs to an
 	// attempt that was abandoned or already released.
 	epoch uint64
@@ -54,18 +89,35 @@ type gang struct {
 	unplaceableSince time.Time
 }
 
-// New returns an empty ledger.
-func New(c clock.PassiveClock, p Policy) *Ledger {
-	return &Ledger{clock: c, policy: p, gangs: map[string]*gang{}}
+// New returns a ledger that keeps its gangs in a MapStore of its own.
+func New(c clock.PassiveClock, p Policy) *Ledger { return NewWithStore(c, p, &MapStore{}) }
+
+// NewWithStore returns a ledger whose gangs live in s.
+func NewWithStore(c clock.PassiveClock, p Policy, s Store) *Ledger {
+	return &Ledger{clock: c, policy: p, store: s}
 }
 
-func (l *Ledger) get(key string) *gang {
-	g := l.gangs[key]
-	if g == nil {
-		g = &gang{epoch: 1, waiting: map[types.UID]struct{}{}, deferred: map[types.UID]struct{}{}, failed: map[string]int32{}}
-		l.gangs[key] = g
+// init makes a zero Gang a gang at its first attempt.
+func (g *Gang) init() {
+	if g.epoch == 0 {
+		g.epoch = 1
 	}
-	return g
+	if g.waiting == nil {
+		g.waiting, g.deferred, g.failed = map[types.UID]struct{}{}, map[types.UID]struct{}{}, map[string]int32{}
+	}
+}
+
+// update runs fn on the gang of key, made if missing.
+func (l *Ledger) update(key string, fn func(g *Gang)) {
+	l.store.UpdateAttempt(key, true, func(g *Gang) {
+		g.init()
+		fn(g)
+	})
+}
+
+// view runs fn on the gang of key if it has a record.
+func (l *Ledger) view(key string, fn func(g *Gang)) {
+	l.store.UpdateAttempt(key, false, fn)
 }
 
 // Kind is what the ledger says about a member about to be attempted.
@@ -98,11 +150,12 @@ type Verdict struct {
 }
 
 // Admit decides what to do with a member that is about to be attempted. q is the gang now.
-func (l *Ledger) Admit(key string, uid types.UID, group string, q Quorum) Verdict {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.get(key)
-	now := l.clock.Now()
+func (l *Ledger) Admit(key string, uid types.UID, group string, q Quorum) (v Verdict) {
+	l.update(key, func(g *Gang) { v = g.admit(l.clock.Now(), uid, group, q) })
+	return v
+}
+
+func (g *Gang) admit(now time.Time, uid types.UID, group string, q Quorum) Verdict {
 	if now.Before(g.backoffUntil) {
 		return Verdict{Kind: BackOff, Until: g.backoffUntil, Message: fmt.Sprintf(
 			"the gang is backing off for %s after a failed attempt: %s", g.backoffUntil.Sub(now).Round(time.Millisecond), g.reason)}
@@ -121,17 +174,17 @@ func (l *Ledger) Admit(key string, uid types.UID, group string, q Quorum) Verdic
 // Reserve records that a member admitted under epoch got a node. It fails when that attempt was
 // abandoned in the meantime; first is set for the attempt's first member.
 func (l *Ledger) Reserve(key string, epoch uint64) (first bool, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.get(key)
-	if epoch != g.epoch {
-		return false, fmt.Errorf("the gang's attempt was abandoned: %s", g.reason)
-	}
-	if g.attemptStart.IsZero() {
-		g.attemptStart = l.clock.Now()
-		first = true
-	}
-	return first, nil
+	l.update(key, func(g *Gang) {
+		if epoch != g.epoch {
+			err = fmt.Errorf("the gang's attempt was abandoned: %s", g.reason)
+			return
+		}
+		if g.attemptStart.IsZero() {
+			g.attemptStart = l.clock.Now()
+			first = true
+		}
+	})
+	return first, err
 }
 
 // PermitKind is what the barrier does with a member.
@@ -155,10 +208,12 @@ type PermitVerdict struct {
 }
 
 // Permit is the gang barrier. q counts the member itself as assumed.
-func (l *Ledger) Permit(key string, uid types.UID, epoch uint64, q Quorum) PermitVerdict {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.get(key)
+func (l *Ledger) Permit(key string, uid types.UID, epoch uint64, q Quorum) (v PermitVerdict) {
+	l.update(key, func(g *Gang) { v = g.permit(uid, epoch, q) })
+	return v
+}
+
+func (g *Gang) permit(uid types.UID, epoch uint64, q Quorum) PermitVerdict {
 	if epoch != g.epoch {
 		return PermitVerdict{Kind: Reject, Message: fmt.Sprintf("the gang's attempt was abandoned: %s", g.reason)}
 	}
@@ -205,45 +260,45 @@ const (
 // failed binding). Before the barrier is released that abandons the attempt; after, the member
 // is simply retried as an extra. timeout is the gang's Permit timeout, used to tell a timeout
 // apart in the reason.
-func (l *Ledger) Lost(key string, uid types.UID, epoch uint64, q Quorum, timeout time.Duration) *Failure {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.get(key)
-	if epoch != g.epoch {
-		return nil
-	}
-	delete(g.waiting, uid)
-	reason, cause := fmt.Sprintf("a member lost its node before the gang was complete; %s", q.Progress()), CauseMemberLost
-	if waited := l.clock.Since(g.attemptStart); !g.attemptStart.IsZero() && waited >= timeout {
-		reason, cause = fmt.Sprintf("timed out after %s at the Permit barrier; %s", timeout, q.Progress()), CausePermitTimeout
-	}
-	return l.fail(g, reason, cause)
+func (l *Ledger) Lost(key string, uid types.UID, epoch uint64, q Quorum, timeout time.Duration) (f *Failure) {
+	l.update(key, func(g *Gang) {
+		if epoch != g.epoch {
+			return
+		}
+		delete(g.waiting, uid)
+		reason, cause := fmt.Sprintf("a member lost its node before the gang was complete; %s", q.Progress()), CauseMemberLost
+		if waited := l.clock.Since(g.attemptStart); !g.attemptStart.IsZero() && waited >= timeout {
+			reason, cause = fmt.Sprintf("timed out after %s at the Permit barrier; %s", timeout, q.Progress()), CausePermitTimeout
+		}
+		f = l.fail(g, reason, cause)
+	})
+	return f
 }
 
 // NoNode records that a member admitted under epoch fits no node. When the gang can no longer
 // reach its quorum in this attempt and members hold nodes, the attempt is abandoned; a gang that
 // holds nothing simply stays pending (nothing is hoarded, no back-off needed).
-func (l *Ledger) NoNode(key, group string, epoch uint64, q Quorum, why string) *Failure {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.get(key)
-	if epoch != g.epoch {
-		return nil
-	}
-	g.failed[group]++
-	reachable := true
-	for _, gs := range q {
-		if gs.Present-g.failed[gs.Name] < gs.Min {
-			reachable = false
+func (l *Ledger) NoNode(key, group string, epoch uint64, q Quorum, why string) (f *Failure) {
+	l.update(key, func(g *Gang) {
+		if epoch != g.epoch {
+			return
 		}
-	}
-	if reachable || q.Assumed() == 0 {
-		return nil
-	}
-	return l.fail(g, fmt.Sprintf("%s; %s", why, q.Progress()), CauseNoNode)
+		g.failed[group]++
+		reachable := true
+		for _, gs := range q {
+			if gs.Present-g.failed[gs.Name] < gs.Min {
+				reachable = false
+			}
+		}
+		if reachable || q.Assumed() == 0 {
+			return
+		}
+		f = l.fail(g, fmt.Sprintf("%s; %s", why, q.Progress()), CauseNoNode)
+	})
+	return f
 }
 
-func (l *Ledger) fail(g *gang, reason, cause string) *Failure {
+func (l *Ledger) fail(g *Gang, reason, cause string) *Failure {
 	now := l.clock.Now()
 	g.failures++
 	// Counting consecutive failures shows that the gang keeps being retried.
@@ -267,76 +322,62 @@ func (l *Ledger) fail(g *gang, reason, cause string) *Failure {
 // Unplaceable records why the gang cannot be placed now and reports whether to tell the user:
 // once when the gang becomes unplaceable, then at most every EventInterval.
 func (l *Ledger) Unplaceable(key, reason string) (tell bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.get(key)
-	g.reason = reason
-	now := l.clock.Now()
-	if g.unplaceableSince.IsZero() {
-		g.unplaceableSince = now
-	}
-	if g.lastEvent.IsZero() || now.Sub(g.lastEvent) >= l.policy.EventInterval {
-		g.lastEvent = now
-		return true
-	}
-	return false
+	l.update(key, func(g *Gang) {
+		g.reason = reason
+		now := l.clock.Now()
+		if g.unplaceableSince.IsZero() {
+			g.unplaceableSince = now
+		}
+		if g.lastEvent.IsZero() || now.Sub(g.lastEvent) >= l.policy.EventInterval {
+			g.lastEvent = now
+			tell = true
+		}
+	})
+	return tell
 }
 
 // BackingOff returns when the gang's back-off ends and why it backs off; ok is false when it
 // does not.
 func (l *Ledger) BackingOff(key string) (until time.Time, reason string, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.gangs[key]
-	if g == nil || !l.clock.Now().Before(g.backoffUntil) {
-		return time.Time{}, "", false
-	}
-	return g.backoffUntil, g.reason, true
+	l.view(key, func(g *Gang) {
+		if l.clock.Now().Before(g.backoffUntil) {
+			until, reason, ok = g.backoffUntil, g.reason, true
+		}
+	})
+	return until, reason, ok
 }
 
 // Reason is why the gang is not placed, "" when nothing failed since it was last placed.
-func (l *Ledger) Reason(key string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if g := l.gangs[key]; g != nil {
-		return g.reason
-	}
-	return ""
+func (l *Ledger) Reason(key string) (reason string) {
+	l.view(key, func(g *Gang) { reason = g.reason })
+	return reason
 }
 
 // UnplaceableSince is when the gang was first found unplaceable since it was last placed (zero
 // if it was not).
-func (l *Ledger) UnplaceableSince(key string) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if g := l.gangs[key]; g != nil {
-		return g.unplaceableSince
-	}
-	return time.Time{}
+func (l *Ledger) UnplaceableSince(key string) (since time.Time) {
+	l.view(key, func(g *Gang) { since = g.unplaceableSince })
+	return since
 }
 
 // LastFailure is when the gang last abandoned an attempt (zero if never). Queue order uses it so
 // that a failing gang goes behind the others.
-func (l *Ledger) LastFailure(key string) time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if g := l.gangs[key]; g != nil {
-		return g.lastFailure
-	}
-	return time.Time{}
+func (l *Ledger) LastFailure(key string) (at time.Time) {
+	l.view(key, func(g *Gang) { at = g.lastFailure })
+	return at
 }
 
-// Forget drops a deleted gang and returns its waiting members, to be rejected.
-func (l *Ledger) Forget(key string) []types.UID {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	g := l.gangs[key]
-	delete(l.gangs, key)
-	if g == nil {
-		return nil
-	}
-	return keys(g.waiting)
+// Forget returns a deleted gang's waiting members, to be rejected, and starts its record afresh.
+func (l *Ledger) Forget(key string) (waiting []types.UID) {
+	l.view(key, func(g *Gang) {
+		waiting = g.Waiting()
+		*g = Gang{}
+	})
+	return waiting
 }
+
+// Waiting lists the members waiting at the Permit barrier.
+func (g *Gang) Waiting() []types.UID { return keys(g.waiting) }
 
 func keys(m map[types.UID]struct{}) []types.UID {
 	out := make([]types.UID, 0, len(m))

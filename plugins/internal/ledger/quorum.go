@@ -1,7 +1,8 @@
 // Package ledger is grove-scheduler's gang ledger: per PodGang, whether its quorum is present,
 // which attempt to place it is under way, which members wait at the Permit barrier, and how long
 // a gang that failed an attempt backs off. It decides; grove-scheduler's gang plugin carries the
-// decisions out through the scheduling framework.
+// decisions out through the scheduling framework. A gang's attempt state (Gang) is a value kept
+// in the gang's one record in the gang cache (a Store), not in a map of the ledger's own.
 package ledger
 
 import (
