@@ -11,7 +11,9 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
 	"github.com/ai-dynamo/grove/internal/version"
 	"github.com/ai-dynamo/grove/plugins"
@@ -41,7 +43,28 @@ func newCommand() (*cobra.Command, error) {
 			_, err := fmt.Fprintln(c.OutOrStdout(), version.Get().Line("grove-scheduler"))
 			return err
 		}
+		if err := validateConfig(c); err != nil {
+			return err
+		}
 		return run(c, args)
 	}
 	return cmd, nil
+}
+
+// validateConfig refuses, before the scheduler starts, a --config whose profiles enable a Grove
+// plugin without the gang plugin it depends on. kube-scheduler reads the file again (with the
+// same loader) when it starts; a file it cannot read is left for it to report.
+func validateConfig(c *cobra.Command) error {
+	f := c.Flags().Lookup("config")
+	if f == nil || f.Value.String() == "" {
+		return nil
+	}
+	cfg, err := options.LoadConfigFromFile(klog.Background(), f.Value.String())
+	if err != nil {
+		return nil
+	}
+	if errs := plugins.ValidateProfiles(cfg); len(errs) > 0 {
+		return fmt.Errorf("invalid --config %s: %w", f.Value.String(), errs.ToAggregate())
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -45,4 +47,29 @@ func TestVersionPrintsGroveAndKubernetes(t *testing.T) {
 	require.NoError(t, cmd.Execute())
 	// The scheduler links kube-scheduler 1.37: that is the Kubernetes version it reports.
 	assert.Regexp(t, `^grove-scheduler v\S+ \(Kubernetes v1\.37\.\d+, go\S+ \w+/\w+\)\n$`, out.String())
+}
+
+// A profile that enables Topology without Gang is refused before the scheduler starts, with the
+// field that enables it.
+func TestConfigWithTopologyButNoGangIsRefusedAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+profiles:
+- schedulerName: default-scheduler
+- schedulerName: grove-scheduler
+  plugins:
+    multiPoint:
+      enabled: [{name: Topology}]
+`), 0o600))
+	cmd, err := newCommand()
+	require.NoError(t, err)
+	cmd.SetArgs([]string{"--config", path})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	err = cmd.Execute()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `profiles[1].plugins.multiPoint.enabled: Invalid value: "Topology": Topology needs Gang`)
 }
