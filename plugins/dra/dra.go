@@ -78,13 +78,11 @@ var (
 
 // NewWith returns the plugin's factory for the profiles' shared state (the registry's).
 func NewWith(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
-	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return newPlugin(ctx, obj, h, profiles)
-	}
+	return profiles.Factory(newPlugin)
 }
 
-// New builds the plugin with state of its own (tests; a profile is built through the registry,
-// NewWith).
+// New builds the plugin with state of its own, shared with no other plugin (tests; a profile
+// is built through the registry, NewWith).
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	return newPlugin(ctx, obj, h, gangcache.NewProfiles())
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
@@ -40,6 +41,16 @@ func (s *Shared) Synced() bool { return s.synced() }
 type Profiles struct {
 	mu       sync.Mutex
 	byHandle map[fwk.Handle]*Shared
+}
+
+// Constructor builds a plugin that shares the profiles' state.
+type Constructor func(ctx context.Context, args runtime.Object, h fwk.Handle, profiles *Profiles) (fwk.Plugin, error)
+
+// Factory is the framework's factory for a plugin built by c on the profiles' state.
+func (ps *Profiles) Factory(c Constructor) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, args runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return c(ctx, args, h, ps)
+	}
 }
 
 // NewProfiles returns an empty set of profiles.
