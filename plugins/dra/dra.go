@@ -63,8 +63,6 @@ type Plugin struct {
 	pods   corelisters.PodLister
 
 	mu sync.Mutex
-	// events remembers when an event was last sent, per gang, reason and message.
-	events map[string]time.Time
 	// inFlight are named claims gang members allocated in Reserve, by claim UID.
 	inFlight map[types.UID]*inFlight
 }
@@ -97,7 +95,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, profiles *
 	if err := pluginargs.ValidateDRAArgs(field.NewPath("pluginConfig").Key(Name).Child("args"), args); err != nil {
 		return nil, err
 	}
-	p := &Plugin{args: *args, handle: h, dra: h.SharedDRAManager(), events: map[string]time.Time{}, inFlight: map[types.UID]*inFlight{}}
+	p := &Plugin{args: *args, handle: h, dra: h.SharedDRAManager(), inFlight: map[types.UID]*inFlight{}}
 	if p.dra == nil {
 		return p, nil
 	}
@@ -440,21 +438,9 @@ func (p *Plugin) reportOvershared(pg *v1alpha1.PodGang, claims []*resourcev1.Res
 
 // event sends a Warning event about the PodGang, at most once per interval for one message.
 func (p *Plugin) event(pg *v1alpha1.PodGang, reason, msg string) {
-	id := gangcache.KeyOf(pg) + "|" + reason + "|" + msg
-	now := time.Now()
-	p.mu.Lock()
-	last, sent := p.events[id]
-	if sent && now.Sub(last) < eventInterval {
-		p.mu.Unlock()
+	if !p.gangs.ShouldTell(gangcache.KeyOf(pg), reason+"|"+msg, time.Now(), eventInterval) {
 		return
 	}
-	p.events[id] = now
-	for k, t := range p.events {
-		if now.Sub(t) >= eventInterval {
-			delete(p.events, k)
-		}
-	}
-	p.mu.Unlock()
 	ref := &v1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGang",
 		Namespace: pg.Namespace, Name: pg.Name, UID: pg.UID}
 	if r := p.handle.EventRecorder(); r != nil {

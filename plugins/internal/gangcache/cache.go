@@ -8,8 +8,8 @@
 // Everything the scheduler knows about a gang lives in its record (entry): the PodGang and its
 // members, quorum progress, the scout, the gang plugin's attempt state (ledger.Gang), its queue
 // time and whether its quorum waits in the queue, the topology plugin's plan for the current
-// attempt and its missed preference, and the status writer's last write. Records live in one
-// map of one Cache.
+// attempt and its missed preference, the status writer's last write, and when the DRA plugin
+// last sent each of its events about the gang. Records live in one map of one Cache.
 //
 // Locks: Cache.mu guards the map of records, the by-namespace index of it, every field of every
 // record and the set of gangs whose elastic members wait. Code run under it is the cache's own
@@ -19,7 +19,7 @@
 // built and read under Cache.mu, but called outside it: the Handler after the cache is updated,
 // the DeviceAdvisor by the topology plugin's PreFilter.
 //
-// Cleanup: a deleted PodGang's gang-level state (attempt, plan, queue time, status write) is
+// Cleanup: a deleted PodGang's gang-level state (attempt, plan, queue time, status write, events) is
 // dropped at once by DeletePodGang (its members may still be running and keep their counts);
 // the record itself goes when the PodGang and its members are all gone. No plugin keeps a map of
 // gangs of its own that would need cleaning.
@@ -183,6 +183,8 @@ type gangState struct {
 	preferenceMissed types.UID
 	// written is the status writer's last write of the PodGang's status.
 	written Written
+	// told is when each event about the gang (by what it says) was last sent.
+	told map[string]time.Time
 }
 
 // QueueTime is where a gang sorts in the scheduling queue: At (the PodGang's creation, or its

@@ -159,6 +159,29 @@ func (c *Cache) SetWritten(key string, w Written) {
 	c.update(key, !w.At.IsZero(), func(e *entry) { e.written = w })
 }
 
+// ShouldTell reports whether an event about gang key saying what is due at now: the first one,
+// or one interval after the same was last sent (which it then records). Events about a gang
+// without a record are not throttled.
+func (c *Cache) ShouldTell(key, what string, now time.Time, interval time.Duration) bool {
+	tell := true
+	c.update(key, false, func(e *entry) {
+		if last, sent := e.told[what]; sent && now.Sub(last) < interval {
+			tell = false
+			return
+		}
+		if e.told == nil {
+			e.told = map[string]time.Time{}
+		}
+		e.told[what] = now
+		for k, t := range e.told {
+			if now.Sub(t) >= interval {
+				delete(e.told, k)
+			}
+		}
+	})
+	return tell
+}
+
 // NoDomainKey is where the topology plugin's PreFilter tells, in a member's CycleState, that no
 // domain can hold the member's gang: the gang plugin's PostFilter then treats the gang as short
 // of room as a gang its own pre-check turned away, without knowing which plugin said so.

@@ -30,6 +30,8 @@ func TestDeletingThePodGangDropsEveryPluginsStateOfTheGang(t *testing.T) {
 	c.MissPreference(key, "uid")
 	c.SetWritten(key, Written{Status: "written", At: now})
 	c.SetScout(key, member.UID)
+	require.True(t, c.ShouldTell(key, "overshared", now, time.Hour))
+	require.False(t, c.ShouldTell(key, "overshared", now, time.Hour))
 
 	require.Equal(t, "no room", l.Reason(key), "the ledger keeps its state in the record")
 	require.Equal(t, QueueTime{At: now, Arrival: now}, c.QueueTime("ns", "g"))
@@ -50,6 +52,7 @@ func TestDeletingThePodGangDropsEveryPluginsStateOfTheGang(t *testing.T) {
 	_, wrote = c.Written(key)
 	assert.False(t, wrote)
 	assert.True(t, c.Requeue(memberPod("a2", "a")), "no scout is left")
+	assert.True(t, c.ShouldTell(key, "overshared", now, time.Hour), "a new PodGang of the name is told afresh")
 	assert.Len(t, c.Pending(key), 1, "the member is still known")
 
 	c.DeletePod(member)
@@ -73,4 +76,17 @@ func TestReadingAGangsStateMakesNoRecord(t *testing.T) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	assert.Empty(t, c.gangs)
+}
+
+// An event about a gang is sent once per interval for one message; other messages are not held
+// back by it.
+func TestShouldTellThrottlesEachMessageOfAGang(t *testing.T) {
+	c := New()
+	c.UpsertPodGang(podGang(1, 1))
+	t0 := time.Now()
+	assert.True(t, c.ShouldTell(key, "a", t0, time.Minute))
+	assert.False(t, c.ShouldTell(key, "a", t0.Add(59*time.Second), time.Minute))
+	assert.True(t, c.ShouldTell(key, "b", t0.Add(59*time.Second), time.Minute), "another message")
+	assert.True(t, c.ShouldTell(key, "a", t0.Add(time.Minute), time.Minute), "once the interval passed")
+	assert.False(t, c.ShouldTell(key, "a", t0.Add(time.Minute+time.Second), time.Minute))
 }
