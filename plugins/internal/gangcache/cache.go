@@ -70,7 +70,7 @@ func SignFragments(pod *v1.Pod) []fwk.SignFragment {
 // KeyOf is the key of a PodGang.
 func KeyOf(pg *v1alpha1.PodGang) string { return pg.Namespace + "/" + pg.Name }
 
-// Event tells listeners what changed about a gang.
+// Event tells the Handler what changed about a gang.
 type Event int
 
 const (
@@ -393,7 +393,7 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 
 // AddPodIfMissing records a pod the cache has not seen yet: the scheduling queue may hand a pod
 // to PreEnqueue before the cache's own informer handler ran. PreEnqueue runs under the queue's
-// lock, so listeners (which may activate pods in that queue) are told from another goroutine.
+// lock, so the Handler (which may activate pods in that queue) is told from another goroutine.
 func (c *Cache) AddPodIfMissing(pod *v1.Pod) {
 	key, _, ok := GangKey(pod)
 	if !ok {
@@ -694,7 +694,7 @@ type DeviceAdvisor interface {
 	DeviceAdvice(key string, g Gang, pod *v1.Pod, nodeInfos []fwk.NodeInfo) DeviceAdvice
 }
 
-// SetDeviceAdvisor makes a the profile's DeviceAdvisor (its DRA plugin, when enabled).
+// SetDeviceAdvisor makes a the profile's DeviceAdvisor: its DRA plugin, when enabled.
 func (c *Cache) SetDeviceAdvisor(a DeviceAdvisor) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
