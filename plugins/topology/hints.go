@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
@@ -72,6 +73,9 @@ func (p *Plugin) unlessScouted(pod *v1.Pod) fwk.QueueingHint {
 // domainKeyChanged reports whether the node's value of a key the gang packs by changed. An
 // unknown gang counts every key as changed.
 func (p *Plugin) domainKeyChanged(key string, oldNode, newNode *v1.Node) bool {
+	if equality.Semantic.DeepEqual(oldNode.Labels, newNode.Labels) {
+		return false
+	}
 	g, ok := p.gangs.Get(key)
 	if !ok {
 		return true

@@ -40,7 +40,7 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 	})
 	cases := []struct {
 		name     string
-		pod      string // "member", "plain" or "selective" (a member selecting pool=a)
+		pod      string // "member", "plain", "unknown" (its PodGang is unknown) or "selective" (selects pool=a)
 		scoutNot bool   // another member scouts for the gang
 		old, new any
 		want     fwk.QueueingHint
@@ -60,6 +60,8 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 		{name: "gained the label a member selects", pod: "selective", old: base, new: with(func(n *v1.Node) { n.Labels["pool"] = "a" }), want: fwk.Queue},
 		{name: "more room on a node members may not use", pod: "selective", old: base, new: with(func(n *v1.Node) { n.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("16") }), want: fwk.QueueSkip},
 		{name: "another member scouts for the gang", pod: "member", scoutNot: true, new: base, want: fwk.QueueSkip},
+		{name: "unknown gang: any label may be a pack key", pod: "unknown", old: base, new: with(func(n *v1.Node) { n.Labels["team"] = "x" }), want: fwk.Queue},
+		{name: "unknown gang: less allocatable", pod: "unknown", old: base, new: with(func(n *v1.Node) { n.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("4") }), want: fwk.QueueSkip},
 		{name: "a deleted-final-state old object", pod: "member", old: cache.DeletedFinalStateUnknown{Obj: tainted}, new: base, want: fwk.Queue},
 	}
 	for _, tc := range cases {
@@ -71,8 +73,11 @@ func TestIsSchedulableAfterNodeChange(t *testing.T) {
 			}
 			pods := addGang(p, "g", gangSpec(2, rackKey, ""), 2, "1", change...)
 			pod := pods[0]
-			if tc.pod == "plain" {
+			switch tc.pod {
+			case "plain":
 				pod = member("plain", "", "1")
+			case "unknown":
+				pod = member("u-0", "unknown", "1")
 			}
 			if tc.scoutNot {
 				p.gangs.SetScout("ns/g", pods[1].UID)
