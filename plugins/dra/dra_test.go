@@ -185,3 +185,29 @@ func TestReserveLeavesClaimsWithoutAPendingAllocation(t *testing.T) {
 	st, _ := e.p.Permit(context.Background(), framework.NewCycleState(), pods[1], "n1")
 	assert.Nil(t, st)
 }
+
+// The advice to the topology plugin: only the racks that still offer the gang's devices, and
+// the nodes where devices of claims its members share are already allocated.
+func TestAdviseKeepsTheGangToRacksWithItsDevices(t *testing.T) {
+	e := newTestPlugin(t)
+	pods := e.addGang(t, "g", 2, rackKey, 2, func(i int) []string { return []string{ownClaim(i)[0], "shared"} })
+	e.dra.addClaim(gpuClaim("c0", 4))
+	e.dra.addClaim(gpuClaim("c1", 4))
+	shared := allocated(gpuClaim("shared", 1))
+	shared.Status.Allocation.NodeSelector = &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{
+		{Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{"n3"}}}}}}
+	e.dra.addClaim(shared)
+	e.dra.slices = []*resourcev1.ResourceSlice{gpuSlice("n1", 4), gpuSlice("n2", 2), gpuSlice("n3", 4), gpuSlice("n4", 4)}
+	nodes := nodeInfos(node("n1", rackKey, "r1"), node("n2", rackKey, "r1"), node("n3", rackKey, "r2"), node("n4", rackKey, "r2"))
+	g, ok := e.p.gangs.Get("ns/g")
+	require.True(t, ok)
+
+	advice := e.p.advise("ns/g", g, pods[0], nodes)
+	assert.Equal(t, map[string]bool{"n3": true, "n4": true}, advice.Usable, "r1 offers 6 GPUs, r2 offers 8")
+	assert.Equal(t, map[string][]string{"w": {"n3"}}, advice.Anchors, "the shared claim's device is on n3")
+
+	// Both racks short: no rack is left out (PreFilter says why instead).
+	e.dra.slices = e.dra.slices[:3]
+	advice = e.p.advise("ns/g", g, pods[0], nodes)
+	assert.Nil(t, advice.Usable)
+}
