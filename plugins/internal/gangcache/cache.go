@@ -547,6 +547,23 @@ func (c *Cache) Template(key, group string) (Template, bool) {
 	return Template{}, false
 }
 
+// NodeRules are the hard node rules of the gang's PodGroups, one entry per group whose members
+// were seen, and pod's own first: pod stands for groups none of whose members was seen yet.
+// Queueing hints ask whether a node change opened a node to any of them.
+func (c *Cache) NodeRules(key string, pod *v1.Pod) []nodes.Rules {
+	out := []nodes.Rules{nodes.RulesOf(pod)}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e := c.gangs[key]; e != nil {
+		for _, g := range e.groups {
+			if g.hasTemplate {
+				out = append(out, g.template.Rules)
+			}
+		}
+	}
+	return out
+}
+
 // Member scans: which members a question is about.
 func (m *member) pendingPresent() bool { return m.state == pending && m.present }
 func (m *member) isAssumed() bool      { return m.state == assumed }

@@ -1,0 +1,103 @@
+package topology
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
+)
+
+// EventsToRegister lists the cluster events that may give a gang a domain.
+func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A deleted pod frees room in its domain.
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.isSchedulableAfterPodDeleted},
+		// A new node, or one that gained room, labels or lost taints, may complete a domain.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: p.isSchedulableAfterNodeChange},
+	}, nil
+}
+
+// isSchedulableAfterPodDeleted requeues a member (the only pods this plugin rejects) when the
+// deleted pod held a node. A member of the same gang counts too: besides room, it may have
+// pinned the gang to a domain that has none.
+func (p *Plugin) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	deleted, _, err := util.As[*v1.Pod](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if _, _, ok := gangcache.GangKey(pod); !ok {
+		return fwk.QueueSkip, nil
+	}
+	if deleted == nil || deleted.Spec.NodeName == "" {
+		logger.V(5).Info("deleted pod held no node", "pod", klog.KObj(pod))
+		return fwk.QueueSkip, nil
+	}
+	return p.unlessScouted(pod), nil
+}
+
+// isSchedulableAfterNodeChange requeues a member when a node was added, when an update lets a
+// PodGroup of its gang use the node or gives it more room there (nodes.Opened), or when a
+// node-label key the gang packs by changed (domains gain or lose nodes, pins move).
+func (p *Plugin) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	oldNode, newNode, err := util.As[*v1.Node](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	key, _, ok := gangcache.GangKey(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	if oldNode != nil && !p.domainKeyChanged(key, oldNode, newNode) && !nodes.Opened(oldNode, newNode, p.gangs.NodeRules(key, pod)) {
+		logger.V(5).Info("node update changes no domain of the gang", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
+		return fwk.QueueSkip, nil
+	}
+	return p.unlessScouted(pod), nil
+}
+
+// unlessScouted requeues the member unless another member scouts for the gang
+// (gangcache.SetScout).
+func (p *Plugin) unlessScouted(pod *v1.Pod) fwk.QueueingHint {
+	if p.gangs.Requeue(pod) {
+		return fwk.Queue
+	}
+	return fwk.QueueSkip
+}
+
+// domainKeyChanged reports whether the node's value of a key the gang packs by changed. An
+// unknown gang counts every key as changed.
+func (p *Plugin) domainKeyChanged(key string, oldNode, newNode *v1.Node) bool {
+	if equality.Semantic.DeepEqual(oldNode.Labels, newNode.Labels) {
+		return false
+	}
+	g, ok := p.gangs.Get(key)
+	if !ok {
+		return true
+	}
+	var changed func(s *placement.Set) bool
+	changed = func(s *placement.Set) bool {
+		for _, k := range []string{s.Required, s.Preferred} {
+			if k == "" {
+				continue
+			}
+			was, had := oldNode.Labels[k]
+			is, has := newNode.Labels[k]
+			if was != is || had != has {
+				return true
+			}
+		}
+		for _, c := range s.Children {
+			if changed(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return changed(placement.NewTree(&g.PodGang.Spec).Root)
+}
