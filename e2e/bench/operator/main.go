@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/internal/operator/app"
@@ -122,7 +123,12 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 	}
 	b.pprofAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(pprofPort))
 	fmt.Printf(">> starting the control plane, kwok, grove-operator, grove-scheduler and kube-scheduler (%s scale, %d nodes)\n", scale.Name, scale.Nodes)
+	schedulerConfig, err := singleScheduler(root, dir)
+	if err != nil {
+		return err
+	}
 	b.env, err = framework.Start(ctx, framework.Options{
+		SchedulerConfigFile: schedulerConfig,
 		Cluster: cluster.Options{
 			Dir: filepath.Join(dir, "cluster"),
 			APIServerArgs: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + b.auditLog,
@@ -134,10 +140,9 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 		// The shipped configuration, plus the profiling endpoint the benchmark reads.
 		OperatorConfig: func(cfg *configv1alpha1.OperatorConfiguration) {
 			cfg.Debugging = &configv1alpha1.DebuggingConfiguration{EnableProfiling: ptr.To(true), PprofBindAddress: ptr.To(b.pprofAddr)}
-			// The shipped lease timings (the e2e framework shortens them for its restart
-			// scenarios): lease renewals are part of the steady-state writes.
-			le := shippedCfg.LeaderElection
-			cfg.LeaderElection.LeaseDuration, cfg.LeaderElection.RenewDeadline, cfg.LeaderElection.RetryPeriod = le.LeaseDuration, le.RenewDeadline, le.RetryPeriod
+			// One instance, no leader election: on a machine the benchmark saturates, a lease
+			// renewal can miss its deadline and the operator would exit mid-workload.
+			cfg.LeaderElection.Enabled = false
 		},
 	})
 	if err != nil {
@@ -173,6 +178,32 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 		return err
 	}
 	return b.report(ctx, outDir, command)
+}
+
+// singleScheduler is the shipped KubeSchedulerConfiguration of grove-scheduler without leader
+// election: one instance, which must not lose a lease (the e2e framework shortens it for its
+// restart scenarios) to a machine busy with the benchmark.
+func singleScheduler(root, dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "config", "scheduler", "scheduler-config.yaml"))
+	if err != nil {
+		return "", err
+	}
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return "", err
+	}
+	le, _ := cfg["leaderElection"].(map[string]any)
+	if le == nil {
+		le = map[string]any{}
+	}
+	le["leaderElect"] = false
+	cfg["leaderElection"] = le
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "grove-scheduler-config.yaml")
+	return path, os.WriteFile(path, out, 0o644)
 }
 
 // startKubeScheduler runs kube-scheduler with its default profile (schedulerName
