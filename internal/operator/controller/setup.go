@@ -53,6 +53,11 @@ func CacheByObject() map[client.Object]cache.ByObject {
 // process and skip controller-name validation).
 type Options struct {
 	SkipNameValidation bool
+	// ClientFor, when set, gives each controller a client of its own, with its own client-side
+	// rate limiters (as kube-controller-manager gives each controller its own client): the
+	// PodClique controller's pod writes then never queue behind the PodCliqueSet controller's
+	// PodClique and PodGang writes. The manager's client otherwise.
+	ClientFor func(controllerName string) (client.Client, error)
 }
 
 // SetupWithManager initialises the scheduler backends and registers every controller.
@@ -79,20 +84,42 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		}
 		return o
 	}
+	clientFor := func(name string) (client.Client, error) {
+		if opts.ClientFor == nil {
+			return mgr.GetClient(), nil
+		}
+		return opts.ClientFor(name)
+	}
+	pcsClient, err := clientFor(podcliqueset.ControllerName)
+	if err != nil {
+		return err
+	}
+	pcsgClient, err := clientFor(podcliquescalinggroup.ControllerName)
+	if err != nil {
+		return err
+	}
+	pclqClient, err := clientFor(podclique.ControllerName)
+	if err != nil {
+		return err
+	}
+	gateClient, err := clientFor(podclique.GateControllerName)
+	if err != nil {
+		return err
+	}
 	c := cfg.Controllers
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
-		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+		Client: pcsClient, Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
 		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
-	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Claims: claims}).
+	if err := (&podcliquescalinggroup.Reconciler{Client: pcsgClient, Claims: claims}).
 		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}
 	if err := (&podclique.Reconciler{
-		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
+		Client: pclqClient, GateClient: gateClient, Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
 		Claims:             claims,
 		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {

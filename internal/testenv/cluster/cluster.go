@@ -61,6 +61,8 @@ type Options struct {
 	AdvertiseAddress string
 	// APIServerArgs are extra kube-apiserver flags.
 	APIServerArgs []string
+	// ControllerManagerArgs are extra kube-controller-manager flags (e.g. its client QPS).
+	ControllerManagerArgs []string
 }
 
 // WorkloadAPIFeatureGates serve the scheduling.k8s.io Workload/PodGroup API (v1beta1) together
@@ -319,6 +321,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 	if gates := featureGateFlag(c.opts.FeatureGates); gates != "" {
 		args = append(args, "--feature-gates="+gates)
 	}
+	args = append(args, c.opts.ControllerManagerArgs...)
 	c.kcm = &process{name: "kube-controller-manager", path: path, args: args, log: filepath.Join(c.Dir, "kube-controller-manager.log")}
 	if err := c.kcm.start(); err != nil {
 		return err

@@ -29,7 +29,11 @@ import (
 
 // Reconciler reconciles PodCliques.
 type Reconciler struct {
-	Client       client.Client
+	Client client.Client
+	// GateClient lifts the scheduling gates (Client when nil). A client of its own keeps the
+	// gate PATCHes from queueing behind the pod creations on one client-side rate limiter:
+	// pods whose gang is listed start scheduling while the rest are still being created.
+	GateClient   client.Client
 	Registry     *backend.Registry
 	Expectations *expectations.Store
 	Recorder     events.EventRecorder
@@ -225,13 +229,20 @@ func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodCliq
 		p.Spec.SchedulingGates = slices.DeleteFunc(slices.Clone(p.Spec.SchedulingGates), func(g corev1.PodSchedulingGate) bool {
 			return g.Name == apicommon.SchedulingGatePodGangPendingCreation
 		})
-		if err := r.Client.Patch(ctx, p, client.StrategicMergeFrom(orig)); err != nil {
+		if err := r.gateClient().Patch(ctx, p, client.StrategicMergeFrom(orig)); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		grovemetrics.ObserveGateLifted(p.CreationTimestamp.Time)
 		return nil
 	})
 	return err
+}
+
+func (r *Reconciler) gateClient() client.Client {
+	if r.GateClient != nil {
+		return r.GateClient
+	}
+	return r.Client
 }
 
 // podsListedInGang is the set of pod names the PodGang's group for this PodClique references.

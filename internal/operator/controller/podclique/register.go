@@ -28,6 +28,10 @@ import (
 // ControllerName names the controller (and its events).
 const ControllerName = "podclique"
 
+// GateControllerName names the PodClique controller's scheduling-gate remover (its client's
+// user agent).
+const GateControllerName = "podclique-gates"
+
 // SetupWithManager registers the controller and its watches:
 //   - PodCliques: spec (generation), labels (PodGang, template hash) and deletion;
 //   - their pods: every change, and the informer's sightings settle the expectations;

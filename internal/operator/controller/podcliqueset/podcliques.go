@@ -43,16 +43,20 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 		wanted[t.Name()] = true
 	}
 	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
-	for _, t := range targets {
+	// In slow-start batches, not one request after another: a PodCliqueSet of hundreds of
+	// replicas otherwise waits for hundreds of round trips before its last clique exists.
+	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
+		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
 		if _, err := common.CreateOrPatch(ctx, c.r.Client, pclq, func() error {
 			common.MutatePodClique(pclq, t)
 			return controllerutil.SetControllerReference(st.stored, pclq, c.r.Client.Scheme())
 		}); err != nil {
-			errs = append(errs, fmt.Errorf("PodClique %s: %w", t.Name(), err))
+			return fmt.Errorf("PodClique %s: %w", t.Name(), err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 func (c *podCliques) Delete(ctx context.Context, st *state) error {

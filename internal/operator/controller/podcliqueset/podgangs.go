@@ -57,12 +57,16 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 		}
 		existing[pg.Name] = pg
 	}
-	for _, g := range plan {
-		if err := c.apply(ctx, st, g, existing[g.name]); err != nil {
-			errs = append(errs, fmt.Errorf("PodGang %s: %w", g.name, err))
+	// In slow-start batches: each gang's create and Initialized write are independent of the
+	// others', and one after another they made the last gang (and its pods' gates) wait for
+	// every other gang's round trips.
+	_, err = common.SlowStart(ctx, len(plan), func(ctx context.Context, i int) error {
+		if err := c.apply(ctx, st, plan[i], existing[plan[i].name]); err != nil {
+			return fmt.Errorf("PodGang %s: %w", plan[i].name, err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, error) {

@@ -1,0 +1,631 @@
+// Command operator is `make bench-operator`: how long grove-operator takes to turn
+// PodCliqueSets into pods, PodGangs and lifted gates, and a user waits from apply to running
+// pods, against two baselines measured in the same run — the same pods created directly by a
+// client at the operator's QPS/burst (bound by grove-scheduler), and a Deployment of the same
+// size placed by kube-scheduler's default profile. Everything runs as local processes: etcd,
+// kube-apiserver (with an audit log of the operator's requests), kube-controller-manager
+// (with the Deployment and ReplicaSet controllers at the operator's QPS/burst), kwok,
+// grove-operator with its shipped configuration, grove-scheduler and kube-scheduler.
+//
+// BENCH_OPERATOR_SCALE=small runs every workload at a tenth of its size.
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/internal/operator/app"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+)
+
+func main() {
+	out := flag.String("out", "results/operator", "directory of results.json and RESULTS.md (relative to the module root)")
+	scratch := flag.String("scratch", "results/tmp/operator", "directory of the CPU profile (relative to the module root)")
+	command := flag.String("command", "make bench-operator", "the command recorded in RESULTS.md")
+	flag.Parse()
+	scale, ok := scales[cmp.Or(os.Getenv("BENCH_OPERATOR_SCALE"), "full")]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "BENCH_OPERATOR_SCALE must be full or small\n")
+		os.Exit(2)
+	}
+	crlog.SetLogger(logr.Discard())
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, scale, *out, *scratch, *command); err != nil {
+		fmt.Fprintf(os.Stderr, "bench-operator: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	scale     Scale
+	env       *framework.Env
+	admin     client.Client
+	cache     cache.Cache
+	cs        kubernetes.Interface
+	qps       float32
+	burst     int
+	pprofAddr string
+	auditLog  string
+	results   []*Result
+	scratch   string
+}
+
+func run(ctx context.Context, scale Scale, outDir, scratch, command string) error {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	outDir, scratch = filepath.Join(root, outDir), filepath.Join(root, scratch)
+	for _, d := range []string{outDir, scratch} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	shipped, err := os.ReadFile(filepath.Join(root, "config", "operator", "operator-config.yaml"))
+	if err != nil {
+		return err
+	}
+	shippedCfg, err := configv1alpha1.Decode(shipped)
+	if err != nil {
+		return err
+	}
+	b := &bench{scale: scale, qps: shippedCfg.ClientConnection.QPS, burst: int(shippedCfg.ClientConnection.Burst), scratch: scratch}
+
+	dir, err := os.MkdirTemp("", "grove-bench-operator-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	operatorUser := "system:serviceaccount:" + framework.Namespace + ":" + framework.OperatorServiceAccount
+	if err := os.WriteFile(policy, fmt.Appendf(nil, auditPolicy, operatorUser), 0o644); err != nil {
+		return err
+	}
+	b.auditLog = filepath.Join(dir, "audit.log")
+	pprofPort, err := cluster.FreePort()
+	if err != nil {
+		return err
+	}
+	b.pprofAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(pprofPort))
+	fmt.Printf(">> starting the control plane, kwok, grove-operator, grove-scheduler and kube-scheduler (%s scale, %d nodes)\n", scale.Name, scale.Nodes)
+	schedulerConfig, err := singleScheduler(root, dir)
+	if err != nil {
+		return err
+	}
+	b.env, err = framework.Start(ctx, framework.Options{
+		SchedulerConfigFile: schedulerConfig,
+		Cluster: cluster.Options{
+			Dir: filepath.Join(dir, "cluster"),
+			APIServerArgs: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + b.auditLog,
+				"--audit-log-format=json", "--audit-log-maxsize=0"},
+			ExtraControllers: []string{"deployment-controller", "replicaset-controller"},
+			// The Deployment baseline's controllers get the operator's client budget.
+			ControllerManagerArgs: []string{fmt.Sprintf("--kube-api-qps=%g", b.qps), fmt.Sprintf("--kube-api-burst=%d", b.burst)},
+		},
+		// The shipped configuration, plus the profiling endpoint the benchmark reads.
+		OperatorConfig: func(cfg *configv1alpha1.OperatorConfiguration) {
+			cfg.Debugging = &configv1alpha1.DebuggingConfiguration{EnableProfiling: ptr.To(true), PprofBindAddress: ptr.To(b.pprofAddr)}
+			// One instance, no leader election: on a machine the benchmark saturates, a lease
+			// renewal can miss its deadline and the operator would exit mid-workload.
+			cfg.LeaderElection.Enabled = false
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer b.env.Stop()
+	b.admin, b.cs = b.env.Client, b.env.Clientset
+	if err := b.startKubeScheduler(ctx); err != nil {
+		return err
+	}
+	if _, err := b.env.CreateNodes(ctx, framework.Fabric{Zones: 1, BlocksPerZone: 1, RacksPerBlock: scale.Nodes / 10, HostsPerRack: 10}, framework.NodeShape); err != nil {
+		return err
+	}
+	scheme, err := app.Scheme()
+	if err != nil {
+		return err
+	}
+	if b.cache, err = cache.New(b.env.Cluster.Config, cache.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	go func() { _ = b.cache.Start(ctx) }()
+	if !b.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("the benchmark's cache did not sync")
+	}
+	for _, l := range []client.ObjectList{&corev1.PodList{}, &schedv1alpha1.PodGangList{}, &corev1alpha1.PodCliqueSetList{}} {
+		if err := b.cache.List(ctx, l); err != nil {
+			return err
+		}
+	}
+
+	if err := b.workloads(ctx); err != nil {
+		b.report(ctx, outDir, command) // what was measured so far
+		return err
+	}
+	return b.report(ctx, outDir, command)
+}
+
+// singleScheduler is the shipped KubeSchedulerConfiguration of grove-scheduler without leader
+// election: one instance, which must not lose a lease (the e2e framework shortens it for its
+// restart scenarios) to a machine busy with the benchmark.
+func singleScheduler(root, dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, "config", "scheduler", "scheduler-config.yaml"))
+	if err != nil {
+		return "", err
+	}
+	cfg := map[string]any{}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return "", err
+	}
+	le, _ := cfg["leaderElection"].(map[string]any)
+	if le == nil {
+		le = map[string]any{}
+	}
+	le["leaderElect"] = false
+	cfg["leaderElection"] = le
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "grove-scheduler-config.yaml")
+	return path, os.WriteFile(path, out, 0o644)
+}
+
+// startKubeScheduler runs kube-scheduler with its default profile (schedulerName
+// default-scheduler) for the Deployment baseline.
+func (b *bench) startKubeScheduler(ctx context.Context) error {
+	bin, err := cluster.BinDir()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(bin, "kube-scheduler")); err != nil {
+		return fmt.Errorf("kube-scheduler not found in %s: run `make realnode-bins`", bin)
+	}
+	port, err := cluster.FreePort()
+	if err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: %s\nleaderElection:\n  leaderElect: false\n", b.env.Cluster.KubeconfigPath)
+	path := filepath.Join(b.env.Cluster.Dir, "kube-scheduler-config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	p, err := b.env.Cluster.StartProcess("kube-scheduler", filepath.Join(bin, "kube-scheduler"), []string{
+		"--config=" + path, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--authentication-kubeconfig=" + b.env.Cluster.KubeconfigPath, "--authorization-kubeconfig=" + b.env.Cluster.KubeconfigPath,
+		"--authorization-always-allow-paths=/healthz", "--v=1",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if done, perr := p.Exited(); done {
+			return fmt.Errorf("kube-scheduler exited: %v", perr)
+		}
+		if resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/healthz", port)); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-scheduler not healthy after 90s")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Result is one measured workload.
+type Result struct {
+	Name string `json:"name"`
+	// Kind is grove, raw or deployment.
+	Kind string `json:"kind"`
+	Pods int    `json:"pods"`
+	// Milestones are seconds from the change to each milestone (missing: not reached).
+	Milestones map[string]float64 `json:"milestones"`
+	Order      []string           `json:"order"`
+	Error      string             `json:"error,omitempty"`
+	// OperatorCPUSeconds is grove-operator's CPU time during the workload.
+	OperatorCPUSeconds float64 `json:"operatorCPUSeconds"`
+	// OperatorRequests/Writes count grove-operator's API requests (audit log) during the workload.
+	OperatorRequests int            `json:"operatorRequests"`
+	OperatorWrites   int            `json:"operatorWrites"`
+	ByResourceVerb   map[string]int `json:"byResourceVerb,omitempty"`
+	Start            time.Time      `json:"start"`
+	End              time.Time      `json:"end"`
+}
+
+func (b *bench) measure(ctx context.Context, name, kind string, pods int, milestones []string, e expectation, timeout time.Duration, change func(context.Context) error) error {
+	pid := b.env.Operator.PID()
+	cpu0, _ := cpuSeconds(pid)
+	r := &Result{Name: name, Kind: kind, Pods: pods, Order: milestones, Milestones: map[string]float64{}, Start: time.Now()}
+	b.results = append(b.results, r)
+	fmt.Printf(">> %s (%d pods)\n", name, pods)
+	errc := make(chan error, 1)
+	go func() { errc <- change(ctx) }()
+	got, err := track(ctx, b.cache, e, milestones, r.Start, timeout)
+	if cerr := <-errc; cerr != nil && err == nil {
+		err = cerr
+	}
+	r.End = time.Now()
+	cpu1, _ := cpuSeconds(pid)
+	r.OperatorCPUSeconds = cpu1 - cpu0
+	for m, d := range got {
+		r.Milestones[m] = d.Seconds()
+	}
+	line := []string{}
+	for _, m := range milestones {
+		if d, ok := got[m]; ok {
+			line = append(line, fmt.Sprintf("%s %.1fs", m, d.Seconds()))
+		}
+	}
+	fmt.Printf("   %s\n", strings.Join(line, ", "))
+	if err != nil {
+		r.Error = err.Error()
+		fmt.Printf("   error: %v\n", err)
+	}
+	return err
+}
+
+const groveTimeout = 5 * time.Minute
+
+func (b *bench) workloads(ctx context.Context) error {
+	s := b.scale
+	n := int(2 * s.Replicas)
+	sizes := []int{n, s.disaggPods(), 5 * s.SmallSets, n / 2}
+	seen := map[int]bool{}
+	for _, size := range sizes {
+		if seen[size] {
+			continue
+		}
+		seen[size] = true
+		if err := b.rawBaseline(ctx, size); err != nil {
+			return err
+		}
+		if err := b.deploymentBaseline(ctx, size); err != nil {
+			return err
+		}
+	}
+
+	// Upstream's scale test: replicas × 2 pods, then scaled in and out.
+	ns := "pcs-replicas"
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	pcs := replicatedPCS(ns, "scale", s.Replicas)
+	profile := b.profile(ctx, 40*time.Second)
+	if err := b.measure(ctx, fmt.Sprintf("apply PCS %d×2", s.Replicas), "grove", n, growMilestones,
+		expectation{ns: ns, want: n, grove: true}, groveTimeout, func(ctx context.Context) error { return b.admin.Create(ctx, pcs) }); err != nil {
+		return err
+	}
+	if err := b.noop(ctx, ns, "scale"); err != nil {
+		return err
+	}
+	half := s.Replicas / 2
+	for _, step := range []struct{ from, to int32 }{{s.Replicas, half}, {half, s.Replicas}, {s.Replicas, 0}, {0, s.Replicas}} {
+		if err := b.scalePCS(ctx, ns, "scale", step.from, step.to); err != nil {
+			return err
+		}
+	}
+	if err := b.deletePCS(ctx, ns, n, "delete PCS"); err != nil {
+		return err
+	}
+	if err := <-profile; err != nil {
+		fmt.Printf("   CPU profile: %v\n", err)
+	}
+
+	// Disaggregated serving: one replica, router + prefill/decode scaling groups.
+	ns = "pcs-disagg"
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	dn := s.disaggPods()
+	disagg := disaggPCS(ns, "disagg", s)
+	if err := b.measure(ctx, fmt.Sprintf("apply disaggregated PCS (%d scaling-group replicas)", s.Prefill+s.Decode), "grove", dn, growMilestones,
+		expectation{ns: ns, want: dn, grove: true}, groveTimeout, func(ctx context.Context) error { return b.admin.Create(ctx, disagg) }); err != nil {
+		return err
+	}
+	if err := b.noop(ctx, ns, "disagg"); err != nil {
+		return err
+	}
+	old, err := b.podUIDs(ctx, ns)
+	if err != nil {
+		return err
+	}
+	gen := &atomic.Int64{}
+	if err := b.measure(ctx, "rolling update of the disaggregated PCS", "grove", dn, growMilestones,
+		expectation{ns: ns, want: dn, old: old, grove: true, generation: gen}, 2*groveTimeout, func(ctx context.Context) error {
+			return b.updateTemplate(ctx, ns, "disagg", gen)
+		}); err != nil {
+		return err
+	}
+	if err := b.deletePCS(ctx, ns, dn, "delete disaggregated PCS"); err != nil {
+		return err
+	}
+
+	// Many small PodCliqueSets at once.
+	ns = "pcs-small"
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	sn := 5 * s.SmallSets
+	if err := b.measure(ctx, fmt.Sprintf("apply %d small PCS at once", s.SmallSets), "grove", sn, growMilestones,
+		expectation{ns: ns, want: sn, grove: true}, groveTimeout, func(ctx context.Context) error {
+			return parallel(ctx, s.SmallSets, 16, func(ctx context.Context, i int) error { return b.admin.Create(ctx, smallPCS(ns, i)) })
+		}); err != nil {
+		return err
+	}
+	return b.deletePCS(ctx, ns, sn, fmt.Sprintf("delete %d small PCS", s.SmallSets))
+}
+
+func (b *bench) namespace(ctx context.Context, ns string) error {
+	return b.env.Cluster.CreateNamespace(ctx, ns)
+}
+
+func (b *bench) podUIDs(ctx context.Context, ns string) (map[types.UID]bool, error) {
+	pods := &corev1.PodList{}
+	if err := b.cache.List(ctx, pods, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := map[types.UID]bool{}
+	for i := range pods.Items {
+		out[pods.Items[i].UID] = true
+	}
+	return out, nil
+}
+
+func (b *bench) scalePCS(ctx context.Context, ns, name string, from, to int32) error {
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, to))
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	gen := &atomic.Int64{}
+	change := func(ctx context.Context) error {
+		if err := b.admin.Patch(ctx, pcs, patch); err != nil {
+			return err
+		}
+		gen.Store(pcs.Generation)
+		return nil
+	}
+	label := fmt.Sprintf("scale %d→%d", from, to)
+	if to < from {
+		return b.measure(ctx, label, "grove", int(2*(from-to)), shrinkMilestones,
+			expectation{ns: ns, want: int(2 * to), shrink: true, grove: true, generation: gen}, groveTimeout, change)
+	}
+	old, err := b.podUIDs(ctx, ns)
+	if err != nil {
+		return err
+	}
+	n := int(2 * (to - from))
+	return b.measure(ctx, label, "grove", n, growMilestones, expectation{ns: ns, want: n, old: old, grove: true, generation: gen}, groveTimeout, change)
+}
+
+// deletePCS deletes every PodCliqueSet of ns and waits for the pods to go.
+func (b *bench) deletePCS(ctx context.Context, ns string, pods int, label string) error {
+	return b.measure(ctx, label, "grove", pods, []string{MGone}, expectation{ns: ns, want: 0, shrink: true}, groveTimeout,
+		func(ctx context.Context) error {
+			return b.admin.DeleteAllOf(ctx, &corev1alpha1.PodCliqueSet{}, client.InNamespace(ns))
+		})
+}
+
+// updateTemplate changes every clique's container environment: every pod is replaced.
+func (b *bench) updateTemplate(ctx context.Context, ns, name string, gen *atomic.Int64) error {
+	pcs := &corev1alpha1.PodCliqueSet{}
+	if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pcs); err != nil {
+		return err
+	}
+	for _, c := range pcs.Spec.Template.Cliques {
+		for i := range c.Spec.PodSpec.Containers {
+			c.Spec.PodSpec.Containers[i].Env = append(c.Spec.PodSpec.Containers[i].Env, corev1.EnvVar{Name: "BENCH_REVISION", Value: "2"})
+		}
+	}
+	if err := b.admin.Update(ctx, pcs); err != nil {
+		return err
+	}
+	gen.Store(pcs.Generation)
+	return nil
+}
+
+// steadyWrites are the no-op windows: the operator's writes are counted from the audit log at the end.
+type steadyWindow struct {
+	Name   string `json:"name"`
+	Writes int    `json:"writes"`
+	// LeaseWrites are the leader-election lease renewals in the window (not in Writes).
+	LeaseWrites int            `json:"leaseWrites"`
+	ByVerb      map[string]int `json:"byResourceVerb,omitempty"`
+	Seconds     float64        `json:"seconds"`
+	from        time.Time
+	to          time.Time
+}
+
+var steady []*steadyWindow
+
+// noop annotates a PodCliqueSet (a change no pod depends on) and waits the steady-state window.
+func (b *bench) noop(ctx context.Context, ns, name string) error {
+	// Let the operator finish what the previous workload left (status of the last pods).
+	time.Sleep(2 * time.Second)
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	w := &steadyWindow{Name: "annotate PCS " + ns + "/" + name, Seconds: b.scale.Steady.Seconds(), from: time.Now()}
+	fmt.Printf(">> %s: counting the operator's writes for %s\n", w.Name, b.scale.Steady.Duration)
+	if err := b.admin.Patch(ctx, pcs, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"bench.grove.io/noop":"%d"}}}`, time.Now().UnixNano()))); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(b.scale.Steady.Duration):
+	}
+	w.to = time.Now()
+	steady = append(steady, w)
+	return nil
+}
+
+// rawBaseline creates the pods directly at the operator's QPS/burst; grove-scheduler binds them.
+func (b *bench) rawBaseline(ctx context.Context, n int) error {
+	ns := fmt.Sprintf("raw-%d", n)
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	cfg := rest.CopyConfig(b.env.Cluster.Config)
+	cfg.QPS, cfg.Burst = b.qps, b.burst
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = b.measure(ctx, fmt.Sprintf("raw: %d pods by a client", n), "raw", n, plainMilestones, expectation{ns: ns, want: n}, groveTimeout,
+		func(ctx context.Context) error {
+			return parallel(ctx, n, 32, func(ctx context.Context, i int) error {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%d", i), Labels: map[string]string{"app": "raw"}}, Spec: podSpec(groveScheduler)}
+				_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+				return err
+			})
+		})
+	if err != nil {
+		return err
+	}
+	return b.cleanPods(ctx, ns)
+}
+
+// deploymentBaseline is a Deployment of n pods placed by kube-scheduler's default profile.
+func (b *bench) deploymentBaseline(ctx context.Context, n int) error {
+	ns := fmt.Sprintf("deploy-%d", n)
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	labels := map[string]string{"app": "deploy"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deploy"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(n)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: podSpec(corev1.DefaultSchedulerName)},
+		},
+	}
+	err := b.measure(ctx, fmt.Sprintf("Deployment: %d pods, kube-scheduler", n), "deployment", n, plainMilestones, expectation{ns: ns, want: n}, groveTimeout,
+		func(ctx context.Context) error { return b.admin.Create(ctx, d) })
+	if err != nil {
+		return err
+	}
+	if err := b.admin.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return err
+	}
+	return b.cleanPods(ctx, ns)
+}
+
+// cleanPods deletes a baseline's pods and waits until they are gone.
+func (b *bench) cleanPods(ctx context.Context, ns string) error {
+	if err := b.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err := track(ctx, b.cache, expectation{ns: ns, want: 0, shrink: true}, []string{MGone}, time.Now(), 2*time.Minute)
+	return err
+}
+
+// profile captures grove-operator's CPU profile for d in the background.
+func (b *bench) profile(ctx context.Context, d time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprofAddr, int(d.Seconds()))
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET %s: %s", url, resp.Status)
+			}
+			f, err := os.Create(filepath.Join(b.scratch, "operator-cpu.pprof"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(f, resp.Body)
+			return err
+		}()
+	}()
+	return done
+}
+
+// pprofTop is `go tool pprof -top` of the captured profile.
+func (b *bench) pprofTop(ctx context.Context) []string {
+	path := filepath.Join(b.scratch, "operator-cpu.pprof")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	bin, _ := cluster.BinDir()
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", filepath.Join(bin, "grove-operator"), path).Output()
+	if err != nil {
+		return []string{"go tool pprof: " + err.Error()}
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// parallel runs fn for 0..n-1 on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, fn func(context.Context, int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is results.json.
+type Report struct {
+	Command     string          `json:"command"`
+	Date        string          `json:"date"`
+	Commit      string          `json:"commit"`
+	Cores       int             `json:"cores"`
+	Scale       string          `json:"scale"`
+	Nodes       int             `json:"nodes"`
+	ClientQPS   float32         `json:"operatorClientQPS"`
+	ClientBurst int             `json:"operatorClientBurst"`
+	Results     []*Result       `json:"results"`
+	Steady      []*steadyWindow `json:"steadyState"`
+	// OperatorRequests counts all of grove-operator's requests of the run by "resource verb".
+	OperatorRequests map[string]int `json:"operatorRequestsByResourceVerb"`
+	OperatorCPU      float64        `json:"operatorCPUSeconds"`
+	OperatorPeakRSS  float64        `json:"operatorPeakRSSMiB"`
+	PprofTop         []string       `json:"pprofTop,omitempty"`
+	PprofWindow      string         `json:"pprofWindow"`
+}
+
+func (b *bench) report(ctx context.Context, outDir, command string) error {
+	rep := &Report{Command: command, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Cores: runtime.NumCPU(),
+		Scale: b.scale.Name, Nodes: b.scale.Nodes, ClientQPS: b.qps, ClientBurst: b.burst, Results: b.results, Steady: steady,
+		PprofWindow: "the first 40 s from the apply of the replicated PCS"}
+	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		rep.Commit = strings.TrimSpace(string(out))
+		if exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD").Run() != nil {
+			rep.Commit += "-dirty"
+		}
+	}
+	reqs, err := readAudit(b.auditLog)
+	if err != nil {
+		fmt.Printf("audit log: %v\n", err)
+	}
+	for _, r := range b.results {
+		r.OperatorRequests, r.OperatorWrites, r.ByResourceVerb = countRequests(reqs, r.Start, r.End)
+	}
+	for _, w := range steady {
+		_, w.Writes, w.ByVerb = countRequests(reqs, w.from, w.to)
+		for k, v := range w.ByVerb {
+			switch {
+			case !isWrite(k):
+				delete(w.ByVerb, k)
+			case strings.HasPrefix(k, "leases "):
+				w.LeaseWrites += v
+			}
+		}
+		w.Writes -= w.LeaseWrites
+	}
+	_, _, rep.OperatorRequests = countRequests(reqs, time.Time{}, time.Now().Add(time.Hour))
+	pid := b.env.Operator.PID()
+	rep.OperatorCPU, _ = cpuSeconds(pid)
+	rep.OperatorPeakRSS, _ = peakRSSMiB(pid)
+	rep.PprofTop = b.pprofTop(ctx)
+
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, "results.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Println()
+	rep.table(os.Stdout)
+	f, err := os.Create(filepath.Join(outDir, "RESULTS.md"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return rep.markdown(f)
+}
+
+func isWrite(key string) bool {
+	_, verb, _ := strings.Cut(key, " ")
+	return request{verb: verb}.write()
+}
+
+func (rep *Report) baseline(kind string, pods int) *Result {
+	for _, r := range rep.Results {
+		if r.Kind == kind && r.Pods == pods && r.Error == "" {
+			return r
+		}
+	}
+	return nil
+}
+
+// cols are the milestone columns of the tables.
+var cols = []string{MCreated, MInitialized, MUngated, MBound, MReady, MAvailable, MGone}
+
+func secs(r *Result, m string) string {
+	if !slices.Contains(r.Order, m) {
+		return "–"
+	}
+	v, ok := r.Milestones[m]
+	if !ok {
+		return "not reached"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// ratio is Grove's milestone over the baseline's (lower is better, 1.00 = as fast).
+func ratio(r *Result, m string, base *Result, bm string) string {
+	if base == nil {
+		return "–"
+	}
+	v, ok1 := r.Milestones[m]
+	bv, ok2 := base.Milestones[bm]
+	if !ok1 || !ok2 || bv == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v/bv)
+}
+
+// ratios are the comparisons the issue sets targets for.
+func (rep *Report) ratios(r *Result) []string {
+	raw, dep := rep.baseline("raw", r.Pods), rep.baseline("deployment", r.Pods)
+	if !slices.Contains(r.Order, MCreated) {
+		raw, dep = nil, nil
+	}
+	return []string{
+		ratio(r, MCreated, raw, MCreated), ratio(r, MUngated, raw, MCreated), ratio(r, MBound, raw, MBound), ratio(r, MReady, raw, MReady),
+		ratio(r, MBound, dep, MBound), ratio(r, MReady, dep, MReady), ratio(r, MAvailable, dep, MReady),
+	}
+}
+
+var ratioHeads = []string{"created ÷ raw created", "gates lifted ÷ raw created", "bound ÷ raw bound", "ready ÷ raw ready",
+	"bound ÷ Deployment bound", "ready ÷ Deployment ready", "PCS available ÷ Deployment ready"}
+
+func (rep *Report) table(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "workload\tpods\t%s\top. requests\top. writes\top. CPU s\n", strings.Join(cols, "\t"))
+	for _, r := range rep.Results {
+		row := []string{r.Name, fmt.Sprint(r.Pods)}
+		for _, m := range cols {
+			row = append(row, secs(r, m))
+		}
+		op := []string{fmt.Sprint(r.OperatorRequests), fmt.Sprint(r.OperatorWrites), fmt.Sprintf("%.1f", r.OperatorCPUSeconds)}
+		if r.Kind != "grove" {
+			op = []string{"–", "–", "–"}
+		}
+		fmt.Fprintln(tw, strings.Join(append(row, op...), "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "workload\t%s\n", strings.Join(ratioHeads, "\t"))
+	for _, r := range rep.Results {
+		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
+			fmt.Fprintf(tw, "%s\t%s\n", r.Name, strings.Join(rep.ratios(r), "\t"))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, s := range rep.Steady {
+		fmt.Fprintf(w, "steady state after %s: %d operator writes in %.0f s besides %d leader-election lease renewals %v\n", s.Name, s.Writes, s.Seconds, s.LeaseWrites, s.ByVerb)
+	}
+	fmt.Fprintf(w, "grove-operator: %.1f CPU s in the run, peak RSS %.0f MiB\n", rep.OperatorCPU, rep.OperatorPeakRSS)
+	if len(rep.PprofTop) > 0 {
+		fmt.Fprintf(w, "\nCPU profile (%s):\n%s\n", rep.PprofWindow, strings.Join(rep.PprofTop, "\n"))
+	}
+}
+
+func (rep *Report) markdown(w io.Writer) error {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("# grove-operator benchmark (`make bench-operator`)\n\n")
+	p("Command: `%s` · date: %s · commit: %s · %d cores · scale %s, %d kwok nodes · operator client QPS %g / burst %d (shipped config/operator/operator-config.yaml)\n\n",
+		rep.Command, rep.Date, rep.Commit, rep.Cores, rep.Scale, rep.Nodes, rep.ClientQPS, rep.ClientBurst)
+	p("Seconds from the change (apply, scale, update, delete) until each milestone; `–` = not a milestone of that workload. ")
+	p("Baselines in the same run: **raw** — the same number of plain pods created by one client at the operator's QPS/burst and bound by grove-scheduler; ")
+	p("**Deployment** — a Deployment of the same size (kube-controller-manager at the same QPS/burst) placed by kube-scheduler's default profile.\n\n")
+	p("| workload | pods | %s | operator requests | operator writes | operator CPU s |\n|---|---:|%s---:|---:|---:|\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
+	for _, r := range rep.Results {
+		row := []string{r.Name, fmt.Sprint(r.Pods)}
+		for _, m := range cols {
+			row = append(row, secs(r, m))
+		}
+		if r.Kind == "grove" {
+			row = append(row, fmt.Sprint(r.OperatorRequests), fmt.Sprint(r.OperatorWrites), fmt.Sprintf("%.1f", r.OperatorCPUSeconds))
+		} else {
+			row = append(row, "–", "–", "–")
+		}
+		p("| %s |\n", strings.Join(row, " | "))
+	}
+	p("\n## Ratios to the baselines (lower is better; targets: created and gates lifted ≤ 1.2× raw created, bound ≤ 1.2× Deployment bound)\n\n")
+	p("| workload | %s |\n|---|%s\n", strings.Join(ratioHeads, " | "), strings.Repeat("---:|", len(ratioHeads)))
+	for _, r := range rep.Results {
+		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
+			p("| %s | %s |\n", r.Name, strings.Join(rep.ratios(r), " | "))
+		}
+	}
+	p("\n## Steady state: the operator's writes after a no-op change (an annotation on the PCS)\n\n")
+	p("Writes besides the leader-election lease renewals (shipped lease timings; the renewals are counted apart).\n\n")
+	p("| change | window | writes | lease renewals | by resource and verb |\n|---|---:|---:|---:|---|\n")
+	for _, s := range rep.Steady {
+		p("| %s | %.0f s | %d | %d | %s |\n", s.Name, s.Seconds, s.Writes, s.LeaseWrites, joinCounts(s.ByVerb))
+	}
+	p("\n## grove-operator's API requests (kube-apiserver audit log, the operator's ServiceAccount)\n\n")
+	p("Whole run, by resource and verb:\n\n| resource | verb | requests |\n|---|---|---:|\n")
+	keys := slices.SortedFunc(maps.Keys(rep.OperatorRequests), func(a, b string) int { return rep.OperatorRequests[b] - rep.OperatorRequests[a] })
+	for _, k := range keys {
+		res, verb, _ := strings.Cut(k, " ")
+		p("| %s | %s | %d |\n", res, verb, rep.OperatorRequests[k])
+	}
+	p("\nPer workload:\n\n| workload | requests by resource and verb |\n|---|---|\n")
+	for _, r := range rep.Results {
+		if r.Kind == "grove" {
+			p("| %s | %s |\n", r.Name, joinCounts(r.ByResourceVerb))
+		}
+	}
+	p("\ngrove-operator over the whole run: **%.1f CPU seconds**, peak RSS (VmHWM) **%.0f MiB**.\n", rep.OperatorCPU, rep.OperatorPeakRSS)
+	if len(rep.PprofTop) > 0 {
+		p("\n## CPU profile of grove-operator (%s)\n\n```\n%s\n```\n", rep.PprofWindow, strings.Join(rep.PprofTop, "\n"))
+	}
+	for _, r := range rep.Results {
+		if r.Error != "" {
+			p("\n**%s failed:** %s\n", r.Name, r.Error)
+		}
+	}
+	return nil
+}
+
+func joinCounts(m map[string]int) string {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
