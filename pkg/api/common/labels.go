@@ -26,11 +26,6 @@ const (
 	LabelResourceClaimOwnerName    = "grove.io/resource-claim-owner-name"
 	LabelResourceClaimReplicaIndex = "grove.io/resource-claim-replica-index"
 	LabelResourceClaimTemplate     = "grove.io/resource-claim-template"
-	// LabelKAIQueue is KAI's queue label. Users put it (as a label or an annotation) on a
-	// PodCliqueSet scheduled by kai-scheduler or on its clique templates; the operator puts the
-	// resolved queue onto each of its PodGangs, where the KAI backend reads it into the KAI
-	// PodGroup's spec.queue.
-	LabelKAIQueue = "kai.scheduler/queue"
 )
 
 // GroveKeyPrefix is the prefix of Grove's own label and annotation keys. PodGangs mirror a
