@@ -17,8 +17,14 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
-func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) error {
+// updateStatus writes the scaling group's status when it changed. observedGeneration advances
+// only when the sync succeeded: a generation whose PodCliques could not be made is not observed.
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
+	members []*corev1alpha1.PodClique, synced bool) error {
 	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
+	if !synced {
+		status.ObservedGeneration = pcsg.Status.ObservedGeneration
+	}
 	if equality.Semantic.DeepEqual(status, pcsg.Status) {
 		return nil
 	}

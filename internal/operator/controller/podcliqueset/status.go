@@ -151,7 +151,11 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		}
 		return replicaUpdate{updated: rs.updated && rs.cliques > 0, available: rs.available, settled: rs.settled}
 	}, pclqs, pcsgs)
-	status.ObservedGeneration = ptr.To(st.stored.Generation)
+	// A generation is observed once every component synced it; a failed sync leaves
+	// observedGeneration behind (lastErrors says why) until a later reconcile succeeds.
+	if syncErr == nil {
+		status.ObservedGeneration = ptr.To(st.stored.Generation)
+	}
 	status.CurrentGenerationHash = ptr.To(generationHash)
 	status.Selector = ptr.To(common.PodCliqueSetSelector(pcs.Name).String())
 
