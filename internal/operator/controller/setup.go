@@ -82,17 +82,19 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	c := cfg.Controllers
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
-		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+		Client:   client.WithFieldOwner(mgr.GetClient(), apicommon.OperatorFieldManager),
+		Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
 		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
-	if err := (&podcliquescalinggroup.Reconciler{Client: mgr.GetClient(), Claims: claims}).
+	if err := (&podcliquescalinggroup.Reconciler{Client: client.WithFieldOwner(mgr.GetClient(), apicommon.ScalingGroupFieldManager), Claims: claims}).
 		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}
 	if err := (&podclique.Reconciler{
-		Client: mgr.GetClient(), Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
+		Client:   client.WithFieldOwner(mgr.GetClient(), apicommon.PodCliqueFieldManager),
+		Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
 		Claims:             claims,
 		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {
