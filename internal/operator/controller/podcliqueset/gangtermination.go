@@ -323,13 +323,7 @@ func (c *gangTermination) endRecreation(ctx context.Context, st *state, i int, r
 // replicaComplete reports whether replica i has every PodClique its template and scaling
 // groups call for.
 func replicaComplete(pcs *corev1alpha1.PodCliqueSet, rc *replicaCliques, groups []*corev1alpha1.PodCliqueScalingGroup) bool {
-	standalone := 0
-	for _, c := range pcs.Spec.Template.Cliques {
-		if c != nil && pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
-			standalone++
-		}
-	}
-	if len(rc.standalone) != standalone || len(groups) != len(pcs.Spec.Template.PodCliqueScalingGroupConfigs) {
+	if len(rc.standalone) != len(pcs.Spec.Template.StandaloneCliques()) || len(groups) != len(pcs.Spec.Template.PodCliqueScalingGroupConfigs) {
 		return false
 	}
 	for _, g := range groups {
