@@ -20,7 +20,6 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/backend/koordinator"
 	"github.com/ai-dynamo/grove/internal/operator/backend/kube"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
-	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )
 
@@ -71,7 +70,7 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 	}, time.Minute, 250*time.Millisecond, "the KAI Topology of ClusterTopology fabric")
 
 	cases := []backendCase{
-		{scheduler: configv1alpha1.SchedulerNameKAI, labels: map[string]string{common.LabelKAIQueue: "team-a"}, kinds: []schema.GroupVersionKind{kai.PodGroupGVK}},
+		{scheduler: configv1alpha1.SchedulerNameKAI, labels: map[string]string{kai.LabelQueue: "team-a"}, kinds: []schema.GroupVersionKind{kai.PodGroupGVK}},
 		{scheduler: configv1alpha1.SchedulerNameKoordinator, kinds: []schema.GroupVersionKind{koordinator.PodGroupGVK}},
 		{scheduler: configv1alpha1.SchedulerNameKube, kinds: []schema.GroupVersionKind{kube.PodGroupGVK, kube.CompositePodGroupGVK}},
 	}

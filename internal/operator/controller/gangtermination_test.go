@@ -119,6 +119,9 @@ func (e *env) waitRecreated(pcsg string) {
 			assert.Equal(c, apicommon.ReasonPodCliqueSetReplicaRecreated, cond.Reason)
 		}
 	})
+	// The recreation went through the scaling group's own controller: it alone wrote the
+	// group's status, as the apiserver's managedFields record.
+	assert.Equal(e.t, []string{apicommon.ScalingGroupFieldManager}, statusManagers(e.pcsg(e.t, pcsg)), "writers of %s's status", pcsg)
 }
 
 // TestGangTerminationStandaloneClique: a pod of a standalone clique is deleted and its

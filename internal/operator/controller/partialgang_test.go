@@ -86,6 +86,9 @@ func TestPartialGangReleased(t *testing.T) {
 		}
 	}, "the partly bound gang is released")
 	assert.GreaterOrEqual(t, e.eventCount(apicommon.ReasonPartialGangReleased), 1, "an event says why")
+	owners := conditionOwners(t, e.podGang(t, "partial-0"))
+	assert.Equal(t, []string{apicommon.PartialGangFieldManager}, owners[schedv1alpha1.PodGangConditionUnhealthy], "Unhealthy has its own writer")
+	assert.Equal(t, []string{apicommon.OperatorFieldManager}, owners[schedv1alpha1.PodGangConditionInitialized], "Initialized has its own writer")
 
 	live := map[types.UID]string{}
 	for _, p := range append(e.pods("whole-0-w"), e.pods("elastic-0-w")...) {

@@ -84,6 +84,9 @@ func TestPodGangContents(t *testing.T) {
 	assert.Equal(t, "gangs-0", scaled.Labels[apicommon.LabelBasePodGang])
 	assert.Equal(t, "gangs-0-workers", scaled.Labels[apicommon.LabelPodCliqueScalingGroup])
 	assert.Equal(t, schedv1alpha1.PodGangPhasePending, base.Status.Phase)
+	// The operator's one entry in PodGang status is Initialized, under its own field manager.
+	assert.Equal(t, []string{apicommon.OperatorFieldManager}, statusManagers(base))
+	assert.Equal(t, map[string][]string{schedv1alpha1.PodGangConditionInitialized: {apicommon.OperatorFieldManager}}, conditionOwners(t, base))
 	for _, p := range e.pods("") {
 		assert.Equal(t, pc.Name, p.Spec.PriorityClassName, "pods get the PodCliqueSet's priority class")
 	}

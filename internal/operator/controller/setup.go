@@ -109,17 +109,20 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	c := cfg.Controllers
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
-		Client: pcsClient, Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+		Client:   client.WithFieldOwner(pcsClient, apicommon.OperatorFieldManager),
+		Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
 		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
-	if err := (&podcliquescalinggroup.Reconciler{Client: pcsgClient, Claims: claims}).
+	if err := (&podcliquescalinggroup.Reconciler{Client: client.WithFieldOwner(pcsgClient, apicommon.ScalingGroupFieldManager), Claims: claims}).
 		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}
 	if err := (&podclique.Reconciler{
-		Client: pclqClient, GateClient: gateClient, Registry: registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
+		Client:     client.WithFieldOwner(pclqClient, apicommon.PodCliqueFieldManager),
+		GateClient: client.WithFieldOwner(gateClient, apicommon.PodCliqueFieldManager),
+		Registry:   registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
 		Claims:             claims,
 		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {

@@ -26,11 +26,6 @@ const (
 	LabelResourceClaimOwnerName    = "grove.io/resource-claim-owner-name"
 	LabelResourceClaimReplicaIndex = "grove.io/resource-claim-replica-index"
 	LabelResourceClaimTemplate     = "grove.io/resource-claim-template"
-	// LabelKAIQueue is KAI's queue label. Users put it (as a label or an annotation) on a
-	// PodCliqueSet scheduled by kai-scheduler or on its clique templates; the operator puts the
-	// resolved queue onto each of its PodGangs, where the KAI backend reads it into the KAI
-	// PodGroup's spec.queue.
-	LabelKAIQueue = "kai.scheduler/queue"
 )
 
 // GroveKeyPrefix is the prefix of Grove's own label and annotation keys. PodGangs mirror a
@@ -70,6 +65,28 @@ const (
 	// ComputeDomain resource claims; AnnotationAutoMNNVLEnabled is its "on" value.
 	AnnotationAutoMNNVL        = "grove.io/auto-mnnvl"
 	AnnotationAutoMNNVLEnabled = "enabled"
+	// AnnotationGangTermination on a PodCliqueScalingGroup is the PodCliqueSet controller's
+	// request, while gang termination recreates the group's PodCliqueSet replica: its value says
+	// why. The scaling group's own controller turns it into the GangTerminationInProgress
+	// condition (True while present, False once removed), so the group's status has one writer.
+	AnnotationGangTermination = "grove.io/gang-termination"
+)
+
+// Field managers of the operator's controllers: each status has one writer, and the
+// apiserver's managedFields show which.
+const (
+	// OperatorFieldManager owns what the PodCliqueSet controller writes: its children's spec and
+	// metadata, the PodCliqueSet's status and a PodGang's Initialized condition.
+	OperatorFieldManager = "grove-operator"
+	// ScalingGroupFieldManager owns what the PodCliqueScalingGroup controller writes, its
+	// status included.
+	ScalingGroupFieldManager = "grove-operator-podcliquescalinggroup"
+	// PodCliqueFieldManager owns what the PodClique controller writes, its status included.
+	PodCliqueFieldManager = "grove-operator-podclique"
+	// PartialGangFieldManager owns a PodGang's Unhealthy condition, which the operator's
+	// partial-gang check applies (a manager of its own, so the Initialized writer and it never
+	// remove each other's conditions).
+	PartialGangFieldManager = "grove-operator-partial-gang"
 )
 
 // grove-scheduler: what it writes on PodGangs.

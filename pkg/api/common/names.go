@@ -109,35 +109,6 @@ func PodResourceClaimName(claim string) string {
 	return fmt.Sprintf("%s-h%x", prefix, sum[:16])
 }
 
-// KoordinatorPodGroupName is "<podgang>-<podgroup>", shortened (ShortenLabelValue) when longer
-// than 63 characters: pods find their Koordinator PodGroup through a label whose value is
-// this name.
-func KoordinatorPodGroupName(podGang, podGroup string) string {
-	return ShortenLabelValue(fmt.Sprintf("%s-%s", podGang, podGroup))
-}
-
-// WorkloadPodGroupName is the Kubernetes Workload API PodGroup (scheduling.k8s.io) of one
-// PodGroup of a PodGang, through which default-scheduler gang-schedules it:
-// "<podgang>-<podgroup>", shortened (ShortenName) beyond 253 characters. Pods join it through
-// their immutable spec.schedulingGroup.podGroupName, so the PodGang is part of the name: a
-// PodClique that moves to another PodGang (minAvailable changed) gets a new PodGroup for its
-// new pods while its running pods keep the old one.
-func WorkloadPodGroupName(podGang, podGroup string) string {
-	return ShortenName(fmt.Sprintf("%s-%s", podGang, podGroup))
-}
-
-// WorkloadCompositePodGroupName is the Kubernetes Workload API CompositePodGroup of a PodGang,
-// the parent of its PodGroups: the PodGang's name.
-func WorkloadCompositePodGroupName(podGang string) string { return podGang }
-
-// WorkloadGroupConfigCompositePodGroupName is the Kubernetes Workload API CompositePodGroup of
-// one topologyConstraintGroupConfig of a PodGang (a scaling-group replica packed into its own
-// domain): "<podgang>-<config>", shortened beyond 253 characters. The config's name alone can
-// be a scaled PodGang's name, whose CompositePodGroup it would collide with.
-func WorkloadGroupConfigCompositePodGroupName(podGang, config string) string {
-	return ShortenName(fmt.Sprintf("%s-%s", podGang, config))
-}
-
 // maxNameLength is the length of a DNS subdomain, the name of most objects.
 const maxNameLength = 253
 

@@ -25,23 +25,10 @@ func TestNames(t *testing.T) {
 		{StartupWaiterTokenSecretName("disagg"), "disagg-startup-waiter-token"},
 		{AllReplicasResourceClaimName("disagg", "gpu"), "disagg-all-gpu"},
 		{PerReplicaResourceClaimName("disagg-0-router", 2, "gpu"), "disagg-0-router-2-gpu"},
-		{KoordinatorPodGroupName("disagg-0", "disagg-0-router"), "disagg-0-disagg-0-router"},
-		{WorkloadPodGroupName("disagg-0-workers-0", "disagg-0-workers-1-prefill"), "disagg-0-workers-0-disagg-0-workers-1-prefill"},
-		{WorkloadCompositePodGroupName("disagg-0"), "disagg-0"},
-		{WorkloadGroupConfigCompositePodGroupName("disagg-0", "disagg-0-workers-0"), "disagg-0-disagg-0-workers-0"},
 	}
 	for _, tc := range cases {
 		assert.Equal(t, tc.want, tc.got)
 	}
-}
-
-func TestKoordinatorPodGroupNameFitsALabelValue(t *testing.T) {
-	gang := "disaggregated-inference-0-workers-3"
-	prefill := KoordinatorPodGroupName(gang, gang+"-prefill")
-	decode := KoordinatorPodGroupName(gang, gang+"-decode")
-	assert.LessOrEqual(t, len(prefill), 63)
-	assert.True(t, strings.HasPrefix(prefill, "disaggregated-inference-0-w"), prefill)
-	assert.NotEqual(t, prefill, decode, "long names of different groups stay distinct")
 }
 
 func TestShortenLabelValue(t *testing.T) {
@@ -74,6 +61,4 @@ func TestShortenNameKeepsADNSSubdomainLength(t *testing.T) {
 	assert.Len(t, got, 253)
 	assert.True(t, strings.HasPrefix(got, strings.Repeat("a", 219)+"-h"), got)
 	assert.NotEqual(t, got, ShortenName(strings.Repeat("a", 299)+"b"), "different long names stay distinct")
-	pg := WorkloadPodGroupName(strings.Repeat("g", 200), strings.Repeat("c", 100))
-	assert.LessOrEqual(t, len(pg), 253)
 }

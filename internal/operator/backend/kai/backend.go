@@ -37,6 +37,11 @@ const (
 	// AnnotationSkipPodGrouper on a pod or PodGang keeps KAI's pod-grouper from building a
 	// PodGroup of its own for it (which would regroup Grove's pods by their top owner).
 	AnnotationSkipPodGrouper = "kai.scheduler/skip-podgrouper"
+	// LabelQueue is KAI's queue label. Users put it (as a label or an annotation) on a
+	// PodCliqueSet scheduled by kai-scheduler or on its clique templates; this backend puts the
+	// resolved queue onto each PodGang (PodGangMetadata) and reads it into the KAI PodGroup's
+	// spec.queue. Only this backend reads it.
+	LabelQueue = "kai.scheduler/queue"
 )
 
 // GVKs and resources of the KAI objects Grove writes.
@@ -151,7 +156,7 @@ const ReplicaWideRequiredMessage = "kai-scheduler cannot keep a replica's PodGan
 func (b *Backend) PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (labels, annotations map[string]string) {
 	annotations = map[string]string{AnnotationSkipPodGrouper: "true"}
 	if queue, errs := ResolveQueue(pcs, b.cfg.DefaultQueue); len(errs) == 0 {
-		labels = map[string]string{common.LabelKAIQueue: queue}
+		labels = map[string]string{LabelQueue: queue}
 	}
 	return labels, annotations
 }

@@ -64,7 +64,7 @@ func replicaWide(p *corev1alpha1.PodCliqueSet, replicas int32) *corev1alpha1.Pod
 }
 
 func TestQueueResolution(t *testing.T) {
-	q := common.LabelKAIQueue
+	q := LabelQueue
 	annotated := func(p *corev1alpha1.PodCliqueSet, a map[string]string, clique int, ca map[string]string) *corev1alpha1.PodCliqueSet {
 		p.Annotations = a
 		if clique >= 0 {

@@ -69,7 +69,7 @@ func TestPodGangsOfAReplicaBecomeKAIPodGroupsAcceptedByTheRealCRD(t *testing.T) 
 
 	base, scaled := backendtest.ReplicaGangs(ns, ct.Name)
 	for _, g := range append([]*schedv1alpha1.PodGang{base}, scaled...) {
-		g.Labels[common.LabelKAIQueue] = "team-a"
+		g.Labels[LabelQueue] = "team-a"
 	}
 	// The scaling group starts with two replicas: the base gang and one scaled gang.
 	createGangs(t, c, base, scaled[0])
@@ -184,7 +184,7 @@ func TestSyncPodGangNeverOverwritesAForeignPodGroup(t *testing.T) {
 	for i := range base.Spec.PodGroups {
 		base.Spec.PodGroups[i].TopologyConstraint = nil
 	}
-	base.Labels[common.LabelKAIQueue] = "team-a"
+	base.Labels[LabelQueue] = "team-a"
 	createGangs(t, c, base)
 	err := newBackend(t, c, "").SyncPodGang(ctx, base)
 	var notOwned *thirdparty.NotOwnedError
@@ -343,7 +343,7 @@ func TestPodGroupCarriesThePodGangsLabelsAndAnnotations(t *testing.T) {
 	// What the operator writes on a PodGang: the PodCliqueSet's labels and annotations, the
 	// queue, and the pod-grouper opt-out. Upstream Grove puts the queue in an annotation.
 	g.Labels = map[string]string{"kai.scheduler/node-pool": "pool-a", "team": "inference", common.LabelPodGang: "ignored-overwritten"}
-	g.Annotations = map[string]string{common.LabelKAIQueue: "from-annotation", AnnotationSkipPodGrouper: "true", "example.com/owner": "alice"}
+	g.Annotations = map[string]string{LabelQueue: "from-annotation", AnnotationSkipPodGrouper: "true", "example.com/owner": "alice"}
 	createGangs(t, c, g)
 	require.NoError(t, newBackend(t, c, `{"defaultQueue":"shared"}`).SyncPodGang(ctx, g))
 
@@ -358,7 +358,7 @@ func TestPodGroupCarriesThePodGangsLabelsAndAnnotations(t *testing.T) {
 	// A label removed from the PodGang leaves the PodGroup too (server-side apply).
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(g), g))
 	delete(g.Labels, "team")
-	g.Labels[common.LabelKAIQueue] = "from-label"
+	g.Labels[LabelQueue] = "from-label"
 	require.NoError(t, c.Update(ctx, g))
 	require.NoError(t, newBackend(t, c, "").SyncPodGang(ctx, g))
 	got = getPodGroup(t, c, ns, g.Name)

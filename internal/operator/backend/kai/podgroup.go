@@ -19,7 +19,7 @@ import (
 func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) error {
 	queue := queueOfPodGang(pg, b.cfg.DefaultQueue)
 	if queue == "" {
-		return fmt.Errorf("PodGang %s/%s has no %s label and the kai-scheduler profile has no defaultQueue", pg.Namespace, pg.Name, common.LabelKAIQueue)
+		return fmt.Errorf("PodGang %s/%s has no %s label and the kai-scheduler profile has no defaultQueue", pg.Namespace, pg.Name, LabelQueue)
 	}
 	var topology string
 	if usesTopology(pg) {
@@ -44,10 +44,10 @@ func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) er
 // queueOfPodGang: the operator labels each PodGang with its queue; a PodGang written by
 // upstream Grove may carry it as an annotation instead.
 func queueOfPodGang(pg *schedv1alpha1.PodGang, defaultQueue string) string {
-	if q := pg.Labels[common.LabelKAIQueue]; q != "" {
+	if q := pg.Labels[LabelQueue]; q != "" {
 		return q
 	}
-	if q := pg.Annotations[common.LabelKAIQueue]; q != "" {
+	if q := pg.Annotations[LabelQueue]; q != "" {
 		return q
 	}
 	return defaultQueue

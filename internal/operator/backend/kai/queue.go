@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
@@ -57,9 +56,9 @@ func ResolveQueue(pcs *corev1alpha1.PodCliqueSet, defaultQueue string) (string, 
 		if defaultQueue != "" {
 			return defaultQueue, nil
 		}
-		return "", field.ErrorList{field.Required(field.NewPath("metadata", "labels").Key(common.LabelKAIQueue), fmt.Sprintf(
+		return "", field.ErrorList{field.Required(field.NewPath("metadata", "labels").Key(LabelQueue), fmt.Sprintf(
 			"kai-scheduler schedules every PodGang in a KAI queue: label (or annotate) the PodCliqueSet or its cliques with %s=<queue>, or set defaultQueue in the kai-scheduler profile",
-			common.LabelKAIQueue))}
+			LabelQueue))}
 	case 1:
 		return cliques[0].queue, nil
 	}
@@ -82,10 +81,10 @@ func ResolveQueue(pcs *corev1alpha1.PodCliqueSet, defaultQueue string) (string, 
 // queueOf reads the queue from one object's labels and annotations; at is where it was found.
 // The label and the annotation may both be set but must agree.
 func queueOf(labels, annotations map[string]string, meta *field.Path) (queue string, at *field.Path, errs field.ErrorList) {
-	lp := meta.Child("labels").Key(common.LabelKAIQueue)
-	ap := meta.Child("annotations").Key(common.LabelKAIQueue)
-	l, inLabels := labels[common.LabelKAIQueue]
-	a, inAnnotations := annotations[common.LabelKAIQueue]
+	lp := meta.Child("labels").Key(LabelQueue)
+	ap := meta.Child("annotations").Key(LabelQueue)
+	l, inLabels := labels[LabelQueue]
+	a, inAnnotations := annotations[LabelQueue]
 	if inLabels {
 		errs = append(errs, validateQueueName(l, lp)...)
 	}
@@ -96,7 +95,7 @@ func queueOf(labels, annotations map[string]string, meta *field.Path) (queue str
 	case len(errs) > 0:
 		return "", nil, errs
 	case inLabels && inAnnotations && l != a:
-		return "", nil, field.ErrorList{field.Invalid(ap, a, fmt.Sprintf("must equal the label %s=%q on the same object", common.LabelKAIQueue, l))}
+		return "", nil, field.ErrorList{field.Invalid(ap, a, fmt.Sprintf("must equal the label %s=%q on the same object", LabelQueue, l))}
 	case inLabels:
 		return l, lp, nil
 	case inAnnotations:

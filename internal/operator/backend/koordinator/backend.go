@@ -1,7 +1,7 @@
 // Package koordinator is the scheduler backend for Koordinator (koord-scheduler).
 //
 // Each PodGroup of a PodGang becomes one Koordinator PodGroup (scheduling.sigs.k8s.io/v1alpha1)
-// named common.KoordinatorPodGroupName(podgang, podgroup), owned by the PodGang; the PodGroups
+// named PodGroupName(podgang, podgroup), owned by the PodGang; the PodGroups
 // of one PodGang are linked into one GangGroup by the gang.scheduling.koordinator.sh/groups
 // annotation, so Koordinator binds all of them or none. Topology constraints become gather
 // rules of the gang.scheduling.koordinator.sh/network-topology-spec annotation on the layers
@@ -90,7 +90,7 @@ func (b *Backend) PreparePod(pod *corev1.Pod, pg backend.PodGangRef) {
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[LabelPodGroup] = common.KoordinatorPodGroupName(pg.Name, pg.PodGroup)
+	pod.Labels[LabelPodGroup] = PodGroupName(pg.Name, pg.PodGroup)
 	if b.cfg.QoSClass != "" {
 		pod.Labels[LabelQoSClass] = b.cfg.QoSClass
 	}

@@ -65,7 +65,7 @@ func desiredPodGroups(pg *schedv1alpha1.PodGang, cfg Config) ([]*unstructured.Un
 	members := make([]string, 0, len(pg.Spec.PodGroups))
 	seen := map[string]bool{}
 	for _, g := range pg.Spec.PodGroups {
-		name := common.KoordinatorPodGroupName(pg.Name, g.Name)
+		name := PodGroupName(pg.Name, g.Name)
 		if seen[name] {
 			return nil, fmt.Errorf("PodGang %s/%s: two PodGroups map to Koordinator PodGroup %q", pg.Namespace, pg.Name, name)
 		}
@@ -95,7 +95,7 @@ func desiredPodGroups(pg *schedv1alpha1.PodGang, cfg Config) ([]*unstructured.Un
 		if topologySpec != "" {
 			annotations[AnnotationNetworkTopologySpec] = topologySpec
 		}
-		u := thirdparty.New(PodGroupGVK, client.ObjectKey{Namespace: pg.Namespace, Name: common.KoordinatorPodGroupName(pg.Name, g.Name)})
+		u := thirdparty.New(PodGroupGVK, client.ObjectKey{Namespace: pg.Namespace, Name: PodGroupName(pg.Name, g.Name)})
 		u.SetLabels(thirdparty.ManagedLabels(map[string]string{common.LabelPodGang: common.ShortenLabelValue(pg.Name)}))
 		u.SetAnnotations(annotations)
 		u.SetOwnerReferences(append(u.GetOwnerReferences(), thirdparty.ControllerReference(pg, schedv1alpha1.SchemeGroupVersion.WithKind("PodGang"))))

@@ -2,7 +2,7 @@
 //
 // When the apiserver serves the Workload API's PodGroups (scheduling.k8s.io/v1beta1, feature
 // gate GenericWorkload), every PodGroup of a PodGang becomes one scheduling.k8s.io PodGroup
-// named common.WorkloadPodGroupName, owned by the PodGang, with a gang policy of minReplicas
+// named PodGroupName, owned by the PodGang, with a gang policy of minReplicas
 // pods and the PodGroup's required topology key; pods join it through
 // spec.schedulingGroup.podGroupName. When CompositePodGroups are served as well
 // (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup), the PodGang becomes a
@@ -31,7 +31,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
-	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )
 
@@ -203,6 +202,6 @@ func (b *Backend) GangSchedulingAvailable() (bool, string) {
 func (b *Backend) PreparePod(pod *corev1.Pod, pg backend.PodGangRef) {
 	pod.Spec.SchedulerName = string(configv1alpha1.SchedulerNameKube)
 	if b.api.PodGroups && pg.Name != "" && pg.PodGroup != "" {
-		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(common.WorkloadPodGroupName(pg.Name, pg.PodGroup))}
+		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(PodGroupName(pg.Name, pg.PodGroup))}
 	}
 }

@@ -105,14 +105,14 @@ func desiredWorkloadObjects(pg *schedv1alpha1.PodGang, api WorkloadAPI) (workloa
 	// parentOf is the CompositePodGroup each PodGroup belongs to, with CompositePodGroups.
 	parentOf := map[string]string{}
 	if api.CompositePodGroups {
-		root := common.WorkloadCompositePodGroupName(pg.Name)
+		root := CompositePodGroupName(pg.Name)
 		var nested []*schedulingv1alpha3.CompositePodGroup
 		for _, gc := range pg.Spec.TopologyConstraintGroupConfigs {
 			key := gc.TopologyConstraint.Required()
 			if key == "" {
 				continue // nothing to pack: its PodGroups stay direct children of the PodGang's
 			}
-			name := common.WorkloadGroupConfigCompositePodGroupName(pg.Name, gc.Name)
+			name := GroupConfigCompositePodGroupName(pg.Name, gc.Name)
 			for _, member := range gc.PodGroupNames {
 				if !groupNames[member] {
 					return out, fmt.Errorf("PodGang %s/%s: topologyConstraintGroupConfig %q names PodGroup %q, which the PodGang does not have", pg.Namespace, pg.Name, gc.Name, member)
@@ -164,7 +164,7 @@ func desiredWorkloadObjects(pg *schedv1alpha1.PodGang, api WorkloadAPI) (workloa
 	}
 	seen := map[string]string{}
 	for _, g := range pg.Spec.PodGroups {
-		name := common.WorkloadPodGroupName(pg.Name, g.Name)
+		name := PodGroupName(pg.Name, g.Name)
 		if other, dup := seen[name]; dup {
 			return out, fmt.Errorf("PodGang %s/%s: PodGroups %q and %q map to one scheduling.k8s.io PodGroup %q", pg.Namespace, pg.Name, other, g.Name, name)
 		}

@@ -65,7 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	syncErr := r.syncPods(ctx, req.String(), pclq, pods)
 	claimsErr := r.syncClaims(ctx, req.String(), pclq, pods)
-	statusErr := r.updateStatus(ctx, pclq, pods)
+	statusErr := r.updateStatus(ctx, pclq, pods, syncErr == nil && claimsErr == nil)
 	grovemetrics.ObserveReconcileError("podclique", errors.Join(syncErr, claimsErr, statusErr))
 	return reconcile.Result{}, errors.Join(syncErr, claimsErr, statusErr)
 }

@@ -18,9 +18,13 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
-// updateStatus writes the PodClique's status when it changed.
-func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
+// updateStatus writes the PodClique's status when it changed. observedGeneration advances
+// only when the sync succeeded: a generation whose pods could not be made is not observed.
+func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, synced bool) error {
 	status := computeStatus(pclq, pods)
+	if !synced {
+		status.ObservedGeneration = pclq.Status.ObservedGeneration
+	}
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
 		return nil
 	}

@@ -73,7 +73,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if syncErr == nil {
 		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
 	}
-	statusErr := r.updateStatus(ctx, pcs, pcsg, members)
+	statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
 	return reconcile.Result{}, errors.Join(syncErr, statusErr)
 }
 

@@ -32,8 +32,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
+		// Annotations: the PodCliqueSet controller asks for GangTerminationInProgress through one.
 		For(&corev1alpha1.PodCliqueScalingGroup{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, common.DeletionChanged{}))).
+			predicate.GenerationChangedPredicate{}, common.DeletionChanged{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1alpha1.PodClique{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
 			common.StatusChanged[*corev1alpha1.PodClique]{Status: func(p *corev1alpha1.PodClique) any { return p.Status }}))).

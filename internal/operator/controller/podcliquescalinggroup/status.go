@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -17,14 +18,20 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
-func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) error {
+// updateStatus writes the scaling group's status when it changed. observedGeneration advances
+// only when the sync succeeded: a generation whose PodCliques could not be made is not observed.
+func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
+	members []*corev1alpha1.PodClique, synced bool) error {
 	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
+	if !synced {
+		status.ObservedGeneration = pcsg.Status.ObservedGeneration
+	}
 	if equality.Semantic.DeepEqual(status, pcsg.Status) {
 		return nil
 	}
-	// The PodCliqueSet controller writes GangTerminationInProgress into the same conditions
-	// list: the optimistic lock keeps a patch from a stale copy from dropping it.
-	patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	// This controller is the status' only writer (the PodCliqueSet controller asks for
+	// GangTerminationInProgress through an annotation), so a plain merge patch is safe.
+	patch := client.MergeFrom(pcsg.DeepCopy())
 	pcsg.Status = status
 	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pcsg, patch))
 }
@@ -74,7 +81,27 @@ func computeStatus(pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1al
 		st.CurrentPodCliqueSetGenerationHash = ptr.To(generationHash)
 	}
 	common.SetCondition(&st.Conditions, minAvailableBreached(scheduled, available, ptr.Deref(pcsg.Spec.MinAvailable, 1)), pcsg.Generation)
+	if c, ok := gangTermination(pcsg); ok {
+		common.SetCondition(&st.Conditions, c, pcsg.Generation)
+	}
 	return st
+}
+
+// gangTermination is the GangTerminationInProgress condition the PodCliqueSet controller's
+// annotation calls for: True with its message while present, False once removed after a
+// recreation; no condition for a group that was never recreated.
+func gangTermination(pcsg *corev1alpha1.PodCliqueScalingGroup) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: apicommon.ConditionGangTerminationInProgress}
+	if msg, ok := pcsg.Annotations[apicommon.AnnotationGangTermination]; ok {
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, apicommon.ReasonPodCliqueSetReplicaRecreating, msg
+		return c, true
+	}
+	if !meta.IsStatusConditionTrue(pcsg.Status.Conditions, apicommon.ConditionGangTerminationInProgress) {
+		return c, false // never recreated, or already reported as ended
+	}
+	c.Status, c.Reason = metav1.ConditionFalse, apicommon.ReasonPodCliqueSetReplicaRecreated
+	c.Message = "the PodCliques of the PodCliqueSet replica have been recreated"
+	return c, true
 }
 
 // minAvailableBreached is True when fewer than minAvailable replicas are available after at

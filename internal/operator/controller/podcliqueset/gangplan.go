@@ -45,10 +45,8 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 	for i := range int(in.pcs.Spec.Replicas) {
 		base := plannedGang{name: apicommon.BasePodGangName(in.pcs.Name, i), replica: i, complete: true}
 		base.spec.TopologyConstraint = in.topology.PodCliqueSet
-		for _, c := range t.Cliques {
-			if c != nil && t.ScalingGroupOf(c.Name) == nil {
-				base.addGroup(in, apicommon.StandalonePodCliqueName(in.pcs.Name, i, c.Name), c)
-			}
+		for _, c := range t.StandaloneCliques() {
+			base.addGroup(in, apicommon.StandalonePodCliqueName(in.pcs.Name, i, c.Name), c)
 		}
 		var scaled []plannedGang
 		for gi := range t.PodCliqueScalingGroupConfigs {

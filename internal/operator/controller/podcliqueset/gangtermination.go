@@ -31,7 +31,8 @@ import (
 //   - a member of a scaling-group replica, while the group still has minAvailable other
 //     available replicas: only that scaling-group replica's PodCliques are recreated;
 //   - otherwise every PodClique of the PodCliqueSet replica is recreated, its PodGangs with
-//     them, and its scaling groups say GangTerminationInProgress until the PodCliques are back.
+//     them, and its scaling groups carry the gang-termination annotation until the PodCliques
+//     are back (their own controller reports it as GangTerminationInProgress).
 //
 // Recreated PodCliques start unplaced, so one breach leads to one recreation. A replica under
 // a rolling update is left alone (the update takes pods down on purpose); other replicas are
@@ -245,7 +246,7 @@ func (c *gangTermination) recreateReplica(ctx context.Context, st *state, i int,
 	msg := fmt.Sprintf("replica %d is recreated: %s stayed below minAvailable for %s", i, strings.Join(breached, ", "), delay)
 	var errs []error
 	for _, g := range groups {
-		errs = append(errs, c.setRecreating(ctx, g, metav1.ConditionTrue, apicommon.ReasonPodCliqueSetReplicaRecreating, msg))
+		errs = append(errs, c.setRecreating(ctx, g, msg))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -296,12 +297,13 @@ func (c *gangTermination) deletePodGangs(ctx context.Context, st *state, match f
 	return errors.Join(errs...)
 }
 
-// endRecreation clears GangTerminationInProgress once replica i has all its PodCliques again,
-// none of them one that was deleted for the recreation.
+// endRecreation removes the gang-termination annotation once replica i has all its PodCliques
+// again, none of them one that was deleted for the recreation.
 func (c *gangTermination) endRecreation(ctx context.Context, st *state, i int, rc *replicaCliques, groups []*corev1alpha1.PodCliqueScalingGroup) error {
 	inProgress := false
 	for _, g := range groups {
-		inProgress = inProgress || meta.IsStatusConditionTrue(g.Status.Conditions, apicommon.ConditionGangTerminationInProgress)
+		_, annotated := g.Annotations[apicommon.AnnotationGangTermination]
+		inProgress = inProgress || annotated
 	}
 	if !inProgress || rc.terminating || !replicaComplete(st.pcs, rc, groups) {
 		return nil
@@ -313,8 +315,7 @@ func (c *gangTermination) endRecreation(ctx context.Context, st *state, i int, r
 	}
 	var errs []error
 	for _, g := range groups {
-		errs = append(errs, c.setRecreating(ctx, g, metav1.ConditionFalse, apicommon.ReasonPodCliqueSetReplicaRecreated,
-			fmt.Sprintf("the PodCliques of replica %d have been recreated", i)))
+		errs = append(errs, c.setRecreating(ctx, g, ""))
 	}
 	return errors.Join(errs...)
 }
@@ -322,13 +323,7 @@ func (c *gangTermination) endRecreation(ctx context.Context, st *state, i int, r
 // replicaComplete reports whether replica i has every PodClique its template and scaling
 // groups call for.
 func replicaComplete(pcs *corev1alpha1.PodCliqueSet, rc *replicaCliques, groups []*corev1alpha1.PodCliqueScalingGroup) bool {
-	standalone := 0
-	for _, c := range pcs.Spec.Template.Cliques {
-		if c != nil && pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
-			standalone++
-		}
-	}
-	if len(rc.standalone) != standalone || len(groups) != len(pcs.Spec.Template.PodCliqueScalingGroupConfigs) {
+	if len(rc.standalone) != len(pcs.Spec.Template.StandaloneCliques()) || len(groups) != len(pcs.Spec.Template.PodCliqueScalingGroupConfigs) {
 		return false
 	}
 	for _, g := range groups {
@@ -343,18 +338,22 @@ func replicaComplete(pcs *corev1alpha1.PodCliqueSet, rc *replicaCliques, groups 
 	return true
 }
 
-// setRecreating writes the scaling group's GangTerminationInProgress condition. The scaling
-// group controller writes the rest of its status; the optimistic lock keeps either writer from
-// dropping the other's conditions.
-func (c *gangTermination) setRecreating(ctx context.Context, g *corev1alpha1.PodCliqueScalingGroup, status metav1.ConditionStatus, reason, msg string) error {
-	current := meta.FindStatusCondition(g.Status.Conditions, apicommon.ConditionGangTerminationInProgress)
-	if current != nil && current.Status == status && current.Reason == reason {
+// setRecreating puts the gang-termination annotation with its message on the scaling group,
+// or removes it when msg is empty. The annotation is the PodCliqueSet controller's request; the
+// scaling group's own controller writes the GangTerminationInProgress condition from it, so
+// the group's status keeps a single writer.
+func (c *gangTermination) setRecreating(ctx context.Context, g *corev1alpha1.PodCliqueScalingGroup, msg string) error {
+	current, annotated := g.Annotations[apicommon.AnnotationGangTermination]
+	if (msg == "" && !annotated) || (msg != "" && current == msg) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(g.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	common.SetCondition(&g.Status.Conditions, metav1.Condition{Type: apicommon.ConditionGangTerminationInProgress,
-		Status: status, Reason: reason, Message: msg}, g.Generation)
-	return client.IgnoreNotFound(c.r.Client.Status().Patch(ctx, g, patch))
+	patch := client.MergeFrom(g.DeepCopy())
+	if msg == "" {
+		delete(g.Annotations, apicommon.AnnotationGangTermination)
+	} else {
+		g.Annotations = common.WithLabels(g.Annotations, map[string]string{apicommon.AnnotationGangTermination: msg})
+	}
+	return client.IgnoreNotFound(c.r.Client.Patch(ctx, g, patch))
 }
 
 // deletePodClique deletes a PodClique for a recreation and remembers it: until the cache

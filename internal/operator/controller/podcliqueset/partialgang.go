@@ -34,8 +34,9 @@ import (
 // PodGroups all have minReplicas bound is complete, whatever elastic pods above it wait.
 //
 // The clock is the bound members' own binding time (their PodScheduled condition), so it
-// survives operator restarts; the PodGang's Unhealthy condition (the operator's only, the
-// scheduler writes Scheduled) shows the state once it lasts longer than a binding takes.
+// survives operator restarts; the PodGang's Unhealthy condition shows the state once it lasts
+// longer than a binding takes. That condition is the operator's second entry in PodGang status
+// (after Initialized), applied under a field manager of its own (PartialGangFieldManager).
 type partialGangs struct{ r *Reconciler }
 
 func (*partialGangs) Name() string { return "partial-gang" }
@@ -214,17 +215,8 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 	return errors.Join(errs...)
 }
 
-// setCondition writes the PodGang's Unhealthy condition. The optimistic lock keeps the
-// scheduler's Scheduled condition and the operator's Initialized from being dropped.
+// setCondition applies the PodGang's Unhealthy condition under the partial-gang field manager:
+// the scheduler's conditions and the operator's Initialized are other managers' entries.
 func (c *partialGangs) setCondition(ctx context.Context, pg *schedv1alpha1.PodGang, cond metav1.Condition) error {
-	patch := client.MergeFromWithOptions(pg.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	if cond.LastTransitionTime.IsZero() {
-		common.SetCondition(&pg.Status.Conditions, cond, pg.Generation)
-	} else {
-		// meta.SetStatusCondition keeps an existing condition's transition time; this one is given.
-		cond.ObservedGeneration = pg.Generation
-		meta.RemoveStatusCondition(&pg.Status.Conditions, cond.Type)
-		pg.Status.Conditions = append(pg.Status.Conditions, cond)
-	}
-	return client.IgnoreNotFound(c.r.Client.Status().Patch(ctx, pg, patch))
+	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.PartialGangFieldManager, cond, "")
 }

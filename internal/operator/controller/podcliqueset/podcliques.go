@@ -23,10 +23,8 @@ func (*podCliques) Name() string { return "podclique" }
 func standaloneTargets(pcs *corev1alpha1.PodCliqueSet) []common.PodCliqueTarget {
 	var targets []common.PodCliqueTarget
 	for i := range int(pcs.Spec.Replicas) {
-		for _, c := range pcs.Spec.Template.Cliques {
-			if c != nil && pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
-				targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: i, Clique: c})
-			}
+		for _, c := range pcs.Spec.Template.StandaloneCliques() {
+			targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: i, Clique: c})
 		}
 	}
 	return targets

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"time"
@@ -14,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -195,20 +197,50 @@ func (c *podGangs) updateInitialized(ctx context.Context, pg *schedv1alpha1.PodG
 	if current != nil && (current.Status == metav1.ConditionTrue || !complete) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(pg.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	cond := metav1.Condition{Type: schedv1alpha1.PodGangConditionInitialized, Status: metav1.ConditionFalse,
 		Reason: apicommon.ReasonPodGangPodsCreationPending, Message: "not every pod of the PodGang has been created yet"}
 	if complete {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, apicommon.ReasonPodGangPodsCreated, "every pod of the PodGang has been created"
 	}
-	common.SetCondition(&pg.Status.Conditions, cond, pg.Generation)
-	if pg.Status.Phase == "" {
-		pg.Status.Phase = schedv1alpha1.PodGangPhasePending
+	// The phase starts Pending (upstream Grove's contract); the scheduler moves it on. It is
+	// applied as observed, so this writer never moves it back.
+	phase := pg.Status.Phase
+	if phase == "" {
+		phase = schedv1alpha1.PodGangPhasePending
 	}
-	if err := c.r.Client.Status().Patch(ctx, pg, patch); err != nil && !apierrors.IsNotFound(err) {
-		return err
+	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.OperatorFieldManager, cond, phase)
+}
+
+// applyPodGangCondition applies one condition of a PodGang's status (and, when phase is set,
+// the phase) under the field manager that owns it. PodGang status has several writers, one per
+// condition type (pkg/api/scheduler/v1alpha1): server-side apply on the conditions' type-keyed
+// list lets each own its entries without reading or rewriting the others'. The resourceVersion
+// makes the write conditional on what the condition was computed from.
+func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition, phase schedv1alpha1.PodGangPhase) error {
+	conds := slices.Clone(pg.Status.Conditions)
+	if cond.LastTransitionTime.IsZero() {
+		common.SetCondition(&conds, cond, pg.Generation)
+	} else {
+		// meta.SetStatusCondition keeps an existing condition's transition time; this one is given.
+		cond.ObservedGeneration = pg.Generation
+		meta.RemoveStatusCondition(&conds, cond.Type)
+		conds = append(conds, cond)
 	}
-	return nil
+	applied := meta.FindStatusCondition(conds, cond.Type)
+	status := map[string]any{"conditions": []any{map[string]any{
+		"type": applied.Type, "status": string(applied.Status), "reason": applied.Reason, "message": applied.Message,
+		"observedGeneration": applied.ObservedGeneration, "lastTransitionTime": applied.LastTransitionTime.UTC().Format(time.RFC3339),
+	}}}
+	if phase != "" {
+		status["phase"] = string(phase)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": schedv1alpha1.SchemeGroupVersion.String(), "kind": "PodGang",
+		"metadata": map[string]any{"name": pg.Name, "namespace": pg.Namespace, "resourceVersion": pg.ResourceVersion},
+		"status":   status,
+	}}
+	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
 }
 
 func (c *podGangs) Delete(ctx context.Context, st *state) error {

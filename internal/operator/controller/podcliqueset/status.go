@@ -121,12 +121,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		rs.groups++
 		rs.available = rs.available && g.Status.AvailableReplicas >= ptr.Deref(g.Spec.MinAvailable, 1)
 	}
-	standalone := 0
-	for _, c := range pcs.Spec.Template.Cliques {
-		if c != nil && pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
-			standalone++
-		}
-	}
+	standalone := len(pcs.Spec.Template.StandaloneCliques())
 	groups := len(pcs.Spec.Template.PodCliqueScalingGroupConfigs)
 	status.Replicas, status.AvailableReplicas, status.UpdatedReplicas = 0, 0, 0
 	for i, rs := range replicas {
@@ -151,7 +146,11 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 		}
 		return replicaUpdate{updated: rs.updated && rs.cliques > 0, available: rs.available, settled: rs.settled}
 	}, pclqs, pcsgs)
-	status.ObservedGeneration = ptr.To(st.stored.Generation)
+	// A generation is observed once every component synced it; a failed sync leaves
+	// observedGeneration behind (lastErrors says why) until a later reconcile succeeds.
+	if syncErr == nil {
+		status.ObservedGeneration = ptr.To(st.stored.Generation)
+	}
 	status.CurrentGenerationHash = ptr.To(generationHash)
 	status.Selector = ptr.To(common.PodCliqueSetSelector(pcs.Name).String())
 
@@ -255,12 +254,7 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 	sort.Strings(progress.UpdatedPodCliqueScalingGroups)
 	// The counts upstream Grove reports (and its printer columns show): the PodCliqueSet's own
 	// PodCliques are its standalone cliques, one per replica, and one scaling group per group and replica.
-	standalone := 0
-	for _, c := range st.pcs.Spec.Template.Cliques {
-		if c != nil && st.pcs.Spec.Template.ScalingGroupOf(c.Name) == nil {
-			standalone++
-		}
-	}
+	standalone := len(st.pcs.Spec.Template.StandaloneCliques())
 	progress.UpdatedPodCliquesCount = int32(len(progress.UpdatedPodCliques))
 	progress.TotalPodCliquesCount = st.pcs.Spec.Replicas * int32(standalone)
 	progress.UpdatedPodCliqueScalingGroupsCount = int32(len(progress.UpdatedPodCliqueScalingGroups))

@@ -102,6 +102,18 @@ func (t *PodCliqueSetTemplateSpec) ScalingGroupOf(clique string) *PodCliqueScali
 	return nil
 }
 
+// StandaloneCliques are the clique templates outside every scaling group: the PodCliqueSet's
+// own PodCliques, one of each per replica.
+func (t *PodCliqueSetTemplateSpec) StandaloneCliques() []*PodCliqueTemplateSpec {
+	var out []*PodCliqueTemplateSpec
+	for _, c := range t.Cliques {
+		if c != nil && t.ScalingGroupOf(c.Name) == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Clique returns the clique template of that name, or nil.
 func (t *PodCliqueSetTemplateSpec) Clique(name string) *PodCliqueTemplateSpec {
 	for _, c := range t.Cliques {

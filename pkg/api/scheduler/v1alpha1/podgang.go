@@ -146,7 +146,11 @@ const (
 	PodGangPhaseRunning  PodGangPhase = "Running"
 )
 
-// PodGang condition types.
+// PodGang condition types. PodGang status has one writer per condition type, each applying
+// its own entries with server-side apply under its own field manager: the operator writes the
+// spec, Initialized (and the first phase, Pending) as "grove-operator" and Unhealthy as
+// "grove-operator-partial-gang"; the scheduler writes Scheduled, phase and placementScore as
+// "grove-scheduler" and DisruptionTarget as "grove-scheduler-preemption".
 const (
 	// PodGangConditionInitialized is True once every pod of the gang exists and is listed (operator).
 	PodGangConditionInitialized = "Initialized"
@@ -154,9 +158,10 @@ const (
 	PodGangConditionScheduled = "Scheduled"
 	// PodGangConditionReady is True once all PodGroups have minReplicas ready pods.
 	PodGangConditionReady = "Ready"
-	// PodGangConditionUnhealthy is True while the gang is below its minimums.
+	// PodGangConditionUnhealthy is True while the gang is partly bound (operator): a
+	// backend-independent observation of its pods that the operator acts on.
 	PodGangConditionUnhealthy = "Unhealthy"
-	// PodGangConditionDisruptionTarget is True when the gang is about to be terminated.
+	// PodGangConditionDisruptionTarget is True when the gang is about to be terminated (scheduler).
 	PodGangConditionDisruptionTarget = "DisruptionTarget"
 )
 
