@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -31,12 +30,19 @@ func (r *Reconciler) adoptForeignHashes(ctx context.Context, st *state) error {
 	}
 	st.takenOver = true
 	generation := hash.PodCliqueSetGeneration(&st.pcs.Spec.Template)
-	pclqs := &corev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, pclqs, client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))); err != nil {
+	pclqs, err := st.children.podCliques(ctx)
+	if err != nil {
 		return err
 	}
-	for i := range pclqs.Items {
-		pclq := &pclqs.Items[i]
+	pods, err := st.children.pods(ctx)
+	if err != nil {
+		return err
+	}
+	// Relabelling changes both kinds: the components after this read them again.
+	defer st.children.wrote(childPodCliques)
+	defer st.children.wrote(childPods)
+	for i := range pclqs {
+		pclq := &pclqs[i]
 		clique := cliqueOf(st.pcs, pclq)
 		if clique == nil || common.IsTerminating(pclq) {
 			continue
@@ -46,26 +52,23 @@ func (r *Reconciler) adoptForeignHashes(ctx context.Context, st *state) error {
 		if have == want || have == "" {
 			continue
 		}
-		pods := &corev1.PodList{}
-		if err := r.Client.List(ctx, pods, client.InNamespace(pclq.Namespace), client.MatchingLabels{
-			apicommon.LabelPartOfKey: st.pcs.Name, apicommon.LabelPodClique: pclq.Name}); err != nil {
-			return err
-		}
-		for j := range pods.Items {
-			p := &pods.Items[j]
-			if p.Labels[apicommon.LabelPodTemplateHash] != have || !common.IsActive(p) {
+		relabelled := 0
+		for j := range pods {
+			p := &pods[j]
+			if p.Labels[apicommon.LabelPodClique] != pclq.Name || p.Labels[apicommon.LabelPodTemplateHash] != have || !common.IsActive(p) {
 				continue
 			}
 			if err := relabel(ctx, r.Client, p, want, generation); err != nil {
 				return fmt.Errorf("relabelling pod %s: %w", p.Name, err)
 			}
+			relabelled++
 		}
 		// The PodClique last: until then its pods and it still agree on one hash.
 		if err := relabel(ctx, r.Client, pclq, want, generation); err != nil {
 			return fmt.Errorf("relabelling PodClique %s: %w", pclq.Name, err)
 		}
 		log.FromContext(ctx).Info("adopted a PodClique written with another operator's template hash",
-			"podClique", pclq.Name, "hash", have, "adoptedAs", want, "pods", len(pods.Items))
+			"podClique", pclq.Name, "hash", have, "adoptedAs", want, "pods", relabelled)
 	}
 	return nil
 }

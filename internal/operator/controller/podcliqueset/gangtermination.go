@@ -62,14 +62,13 @@ func (rc *replicaCliques) all() []*corev1alpha1.PodClique {
 }
 
 func (c *gangTermination) Sync(ctx context.Context, st *state) error {
-	groups, err := listOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+	groups, err := st.children.ownedScalingGroups(ctx, st.stored)
 	if err != nil {
 		return err
 	}
 	pcsgs := map[string]*corev1alpha1.PodCliqueScalingGroup{}
 	pcsgUIDs := map[types.UID]bool{}
-	for _, obj := range groups {
-		g := obj.(*corev1alpha1.PodCliqueScalingGroup)
+	for _, g := range groups {
 		pcsgs[g.Name], pcsgUIDs[g.UID] = g, true
 	}
 	replicas, err := c.replicaCliques(ctx, st, pcsgUIDs)
@@ -103,13 +102,13 @@ func (c *gangTermination) Delete(context.Context, *state) error { return nil }
 // replicaCliques groups the PodCliqueSet's PodCliques (its own and its scaling groups') by
 // replica.
 func (c *gangTermination) replicaCliques(ctx context.Context, st *state, pcsgUIDs map[types.UID]bool) (map[int]*replicaCliques, error) {
-	list := &corev1alpha1.PodCliqueList{}
-	if err := c.r.Client.List(ctx, list, client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))); err != nil {
+	items, err := st.children.podCliques(ctx)
+	if err != nil {
 		return nil, err
 	}
 	out := map[int]*replicaCliques{}
-	for k := range list.Items {
-		p := &list.Items[k]
+	for k := range items {
+		p := &items[k]
 		owner := metav1.GetControllerOf(p)
 		i, ok := common.IntLabel(p, apicommon.LabelPodCliqueSetReplicaIndex)
 		if owner == nil || !ok || (owner.UID != st.stored.UID && !pcsgUIDs[owner.UID]) {
@@ -246,13 +245,13 @@ func (c *gangTermination) recreateReplica(ctx context.Context, st *state, i int,
 	msg := fmt.Sprintf("replica %d is recreated: %s stayed below minAvailable for %s", i, strings.Join(breached, ", "), delay)
 	var errs []error
 	for _, g := range groups {
-		errs = append(errs, c.setRecreating(ctx, g, msg))
+		errs = append(errs, c.setRecreating(ctx, st, g, msg))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	for _, p := range rc.all() {
-		errs = append(errs, c.deletePodClique(ctx, p))
+		errs = append(errs, c.deletePodClique(ctx, st, p))
 	}
 	errs = append(errs, c.deletePodGangs(ctx, st, func(pg *schedv1alpha1.PodGang) bool {
 		r, ok := common.IntLabel(pg, apicommon.LabelPodCliqueSetReplicaIndex)
@@ -269,7 +268,7 @@ func (c *gangTermination) recreateScalingGroupReplica(ctx context.Context, st *s
 	members []*corev1alpha1.PodClique, breached []string, delay time.Duration) error {
 	var errs []error
 	for _, p := range members {
-		errs = append(errs, c.deletePodClique(ctx, p))
+		errs = append(errs, c.deletePodClique(ctx, st, p))
 	}
 	minAvailable := int(ptr.Deref(g.Spec.MinAvailable, 1))
 	if j >= minAvailable {
@@ -283,14 +282,15 @@ func (c *gangTermination) recreateScalingGroupReplica(ctx context.Context, st *s
 }
 
 func (c *gangTermination) deletePodGangs(ctx context.Context, st *state, match func(*schedv1alpha1.PodGang) bool) error {
-	owned, err := listOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	owned, err := st.children.ownedPodGangs(ctx, st.stored)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, obj := range owned {
-		if pg := obj.(*schedv1alpha1.PodGang); match(pg) {
+	for _, pg := range owned {
+		if match(pg) {
 			c.r.forgetPodGang(pg.UID)
+			st.children.wrote(childPodGangs)
 			errs = append(errs, common.Delete(ctx, c.r.Client, pg))
 		}
 	}
@@ -315,7 +315,7 @@ func (c *gangTermination) endRecreation(ctx context.Context, st *state, i int, r
 	}
 	var errs []error
 	for _, g := range groups {
-		errs = append(errs, c.setRecreating(ctx, g, ""))
+		errs = append(errs, c.setRecreating(ctx, st, g, ""))
 	}
 	return errors.Join(errs...)
 }
@@ -342,11 +342,12 @@ func replicaComplete(pcs *corev1alpha1.PodCliqueSet, rc *replicaCliques, groups 
 // or removes it when msg is empty. The annotation is the PodCliqueSet controller's request; the
 // scaling group's own controller writes the GangTerminationInProgress condition from it, so
 // the group's status keeps a single writer.
-func (c *gangTermination) setRecreating(ctx context.Context, g *corev1alpha1.PodCliqueScalingGroup, msg string) error {
+func (c *gangTermination) setRecreating(ctx context.Context, st *state, g *corev1alpha1.PodCliqueScalingGroup, msg string) error {
 	current, annotated := g.Annotations[apicommon.AnnotationGangTermination]
 	if (msg == "" && !annotated) || (msg != "" && current == msg) {
 		return nil
 	}
+	st.children.wrote(childScalingGroups)
 	patch := client.MergeFrom(g.DeepCopy())
 	if msg == "" {
 		delete(g.Annotations, apicommon.AnnotationGangTermination)
@@ -358,8 +359,9 @@ func (c *gangTermination) setRecreating(ctx context.Context, g *corev1alpha1.Pod
 
 // deletePodClique deletes a PodClique for a recreation and remembers it: until the cache
 // shows it terminating, later reconciles must not act on its breach again.
-func (c *gangTermination) deletePodClique(ctx context.Context, p *corev1alpha1.PodClique) error {
+func (c *gangTermination) deletePodClique(ctx context.Context, st *state, p *corev1alpha1.PodClique) error {
 	c.r.gangTerminated.add(p.UID)
+	st.children.wrote(childPodCliques)
 	return common.Delete(ctx, c.r.Client, p)
 }
 

@@ -34,6 +34,16 @@ func listOwned(ctx context.Context, c client.Client, pcs *corev1alpha1.PodClique
 	return owned, nil
 }
 
+// anyUnwanted reports whether deleteUnwanted would delete anything.
+func anyUnwanted(owned []client.Object, wanted map[string]bool) bool {
+	for _, obj := range owned {
+		if !wanted[obj.GetName()] {
+			return true
+		}
+	}
+	return false
+}
+
 // deleteUnwanted deletes the owned objects whose names are not wanted.
 func deleteUnwanted(ctx context.Context, c client.Client, owned []client.Object, wanted map[string]bool) error {
 	var errs []error

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -67,26 +66,25 @@ func (c *partialGangs) Sync(ctx context.Context, st *state) error {
 	if !placesWholeGangs(st.backend) {
 		return nil // a backend that binds pod by pod leaves gangs partly bound by design
 	}
-	owned, err := listOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	owned, err := st.children.ownedPodGangs(ctx, st.stored)
 	if err != nil || len(owned) == 0 {
 		return err
 	}
-	ns, selector := client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
-	pclqs := &corev1alpha1.PodCliqueList{}
-	if err := c.r.Client.List(ctx, pclqs, ns, selector); err != nil {
+	pclqs, err := st.children.podCliques(ctx)
+	if err != nil {
 		return err
 	}
 	placed := map[string]bool{}
-	for i := range pclqs.Items {
-		placed[pclqs.Items[i].Name] = wasPlaced(&pclqs.Items[i])
+	for i := range pclqs {
+		placed[pclqs[i].Name] = wasPlaced(&pclqs[i])
 	}
-	pods := &corev1.PodList{}
-	if err := c.r.Client.List(ctx, pods, ns, selector); err != nil {
+	pods, err := st.children.pods(ctx)
+	if err != nil {
 		return err
 	}
 	members := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		owner := metav1.GetControllerOf(p)
 		if !common.IsActive(p) || owner == nil || owner.Kind != "PodClique" || c.r.partialReleased.has(p.UID) {
 			continue
@@ -95,8 +93,7 @@ func (c *partialGangs) Sync(ctx context.Context, st *state) error {
 	}
 	now := time.Now()
 	var errs []error
-	for _, obj := range owned {
-		pg := obj.(*schedv1alpha1.PodGang)
+	for _, pg := range owned {
 		if common.IsTerminating(pg) {
 			continue
 		}
@@ -172,7 +169,7 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 		if !reporting {
 			return nil
 		}
-		return c.setCondition(ctx, pg, metav1.Condition{Type: schedv1alpha1.PodGangConditionUnhealthy, Status: metav1.ConditionFalse,
+		return c.setCondition(ctx, st, pg, metav1.Condition{Type: schedv1alpha1.PodGangConditionUnhealthy, Status: metav1.ConditionFalse,
 			Reason: apicommon.ReasonPartialBindingResolved, Message: "no PodGroup is partly bound any more"})
 	}
 	timeout := c.timeout()
@@ -191,7 +188,7 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 			return nil
 		}
 		// The transition time is when the gang became partly bound, not when this was noticed.
-		return c.setCondition(ctx, pg, metav1.Condition{Type: schedv1alpha1.PodGangConditionUnhealthy, Status: metav1.ConditionTrue,
+		return c.setCondition(ctx, st, pg, metav1.Condition{Type: schedv1alpha1.PodGangConditionUnhealthy, Status: metav1.ConditionTrue,
 			Reason: apicommon.ReasonPartiallyBound, LastTransitionTime: metav1.NewTime(since),
 			Message: fmt.Sprintf("%s; unless the gang completes, they are released at %s", what, deadline.UTC().Format(time.RFC3339))})
 	}
@@ -201,7 +198,8 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 	}
 	msg := fmt.Sprintf("the gang stayed partly bound for longer than %s (%s): its bound members %s are deleted and recreated, to be placed again with the whole gang",
 		timeout, what, strings.Join(names, ", "))
-	if err := c.setCondition(ctx, pg, metav1.Condition{Type: schedv1alpha1.PodGangConditionUnhealthy, Status: metav1.ConditionFalse,
+	st.children.wrote(childPods)
+	if err := c.setCondition(ctx, st, pg, metav1.Condition{Type: schedv1alpha1.PodGangConditionUnhealthy, Status: metav1.ConditionFalse,
 		Reason: apicommon.ReasonPartialGangReleased, Message: msg}); err != nil {
 		return err
 	}
@@ -217,6 +215,7 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 
 // setCondition applies the PodGang's Unhealthy condition under the partial-gang field manager:
 // the scheduler's conditions and the operator's Initialized are other managers' entries.
-func (c *partialGangs) setCondition(ctx context.Context, pg *schedv1alpha1.PodGang, cond metav1.Condition) error {
+func (c *partialGangs) setCondition(ctx context.Context, st *state, pg *schedv1alpha1.PodGang, cond metav1.Condition) error {
+	st.children.wrote(childPodGangs)
 	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.PartialGangFieldManager, cond, "")
 }

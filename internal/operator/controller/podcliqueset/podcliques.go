@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -31,14 +32,23 @@ func standaloneTargets(pcs *corev1alpha1.PodCliqueSet) []common.PodCliqueTarget 
 }
 
 func (c *podCliques) Sync(ctx context.Context, st *state) error {
-	owned, err := listOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
+	pclqs, err := st.children.podCliques(ctx)
 	if err != nil {
 		return err
+	}
+	var owned []client.Object
+	for i := range pclqs {
+		if controlledAs(&pclqs[i], st.stored, apicommon.ComponentPCSPodClique) {
+			owned = append(owned, &pclqs[i])
+		}
 	}
 	targets := standaloneTargets(st.pcs)
 	wanted := map[string]bool{}
 	for _, t := range targets {
 		wanted[t.Name()] = true
+	}
+	if anyUnwanted(owned, wanted) {
+		st.children.wrote(childPodCliques)
 	}
 	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
 	// In slow-start batches, not one request after another: a PodCliqueSet of hundreds of
@@ -46,10 +56,14 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
-		if _, err := common.CreateOrPatch(ctx, c.r.Client, pclq, func() error {
+		res, err := common.CreateOrPatch(ctx, c.r.Client, pclq, func() error {
 			common.MutatePodClique(pclq, t)
 			return controllerutil.SetControllerReference(st.stored, pclq, c.r.Client.Scheme())
-		}); err != nil {
+		})
+		if res != controllerutil.OperationResultNone {
+			st.children.wrote(childPodCliques)
+		}
+		if err != nil {
 			return fmt.Errorf("PodClique %s: %w", t.Name(), err)
 		}
 		return nil
@@ -68,9 +82,13 @@ type scalingGroups struct{ r *Reconciler }
 func (*scalingGroups) Name() string { return "podcliquescalinggroup" }
 
 func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
-	owned, err := listOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+	groups, err := st.children.ownedScalingGroups(ctx, st.stored)
 	if err != nil {
 		return err
+	}
+	owned := make([]client.Object, len(groups))
+	for i, g := range groups {
+		owned[i] = g
 	}
 	t := &st.pcs.Spec.Template
 	wanted := map[string]bool{}
@@ -79,13 +97,16 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 			wanted[apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name)] = true
 		}
 	}
+	if anyUnwanted(owned, wanted) {
+		st.children.wrote(childScalingGroups)
+	}
 	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
 	for i := range int(st.pcs.Spec.Replicas) {
 		for gi := range t.PodCliqueScalingGroupConfigs {
 			g := &t.PodCliqueScalingGroupConfigs[gi]
 			pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
 				Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
-			if _, err := common.CreateOrPatch(ctx, c.r.Client, pcsg, func() error {
+			res, err := common.CreateOrPatch(ctx, c.r.Client, pcsg, func() error {
 				pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
 				for k, v := range g.Annotations {
 					if pcsg.Annotations == nil {
@@ -100,7 +121,11 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 				pcsg.Spec.MinAvailable = &minAvailable
 				pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
 				return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
-			}); err != nil {
+			})
+			if res != controllerutil.OperationResultNone {
+				st.children.wrote(childScalingGroups)
+			}
+			if err != nil {
 				errs = append(errs, fmt.Errorf("PodCliqueScalingGroup %s: %w", pcsg.Name, err))
 			}
 		}

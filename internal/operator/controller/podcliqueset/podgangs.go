@@ -39,7 +39,7 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 	if err != nil {
 		return err
 	}
-	owned, err := listOwned(ctx, c.r.Client, st.stored, &schedv1alpha1.PodGangList{}, apicommon.ComponentPodGang)
+	owned, err := st.children.ownedPodGangs(ctx, st.stored)
 	if err != nil {
 		return err
 	}
@@ -50,10 +50,10 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 	}
 	existing := map[string]*schedv1alpha1.PodGang{}
 	var errs []error
-	for _, obj := range owned {
-		pg := obj.(*schedv1alpha1.PodGang)
+	for _, pg := range owned {
 		if !wanted[pg.Name] {
 			c.r.forgetPodGang(pg.UID)
+			st.children.wrote(childPodGangs)
 			errs = append(errs, common.Delete(ctx, c.r.Client, pg))
 			continue
 		}
@@ -74,33 +74,31 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, error) {
 	in := gangPlanInput{pcs: st.pcs, pclqs: map[string]*corev1alpha1.PodClique{},
 		pcsgs: map[string]*corev1alpha1.PodCliqueScalingGroup{}, topology: st.translated()}
-	selector := client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
-	ns := client.InNamespace(st.pcs.Namespace)
-	pclqs := &corev1alpha1.PodCliqueList{}
-	if err := c.r.Client.List(ctx, pclqs, ns, selector); err != nil {
+	pclqs, err := st.children.podCliques(ctx)
+	if err != nil {
 		return in, err
 	}
-	for i := range pclqs.Items {
-		if !common.IsTerminating(&pclqs.Items[i]) {
-			in.pclqs[pclqs.Items[i].Name] = &pclqs.Items[i]
+	for i := range pclqs {
+		if !common.IsTerminating(&pclqs[i]) {
+			in.pclqs[pclqs[i].Name] = &pclqs[i]
 		}
 	}
-	pcsgs := &corev1alpha1.PodCliqueScalingGroupList{}
-	if err := c.r.Client.List(ctx, pcsgs, ns, selector); err != nil {
+	pcsgs, err := st.children.scalingGroups(ctx)
+	if err != nil {
 		return in, err
 	}
-	for i := range pcsgs.Items {
-		if metav1.IsControlledBy(&pcsgs.Items[i], st.stored) {
-			in.pcsgs[pcsgs.Items[i].Name] = &pcsgs.Items[i]
+	for i := range pcsgs {
+		if metav1.IsControlledBy(&pcsgs[i], st.stored) {
+			in.pcsgs[pcsgs[i].Name] = &pcsgs[i]
 		}
 	}
-	pods := &corev1.PodList{}
-	if err := c.r.Client.List(ctx, pods, ns, selector); err != nil {
+	pods, err := st.children.pods(ctx)
+	if err != nil {
 		return in, err
 	}
-	refs := make([]podRef, 0, len(pods.Items))
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	refs := make([]podRef, 0, len(pods))
+	for i := range pods {
+		p := &pods[i]
 		if !common.IsActive(p) {
 			continue
 		}
@@ -140,6 +138,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		if err := controllerutil.SetControllerReference(st.stored, pg, c.r.Client.Scheme()); err != nil {
 			return err
 		}
+		st.children.wrote(childPodGangs)
 		if err := c.r.Client.Create(ctx, pg); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the cache is behind; the create event brings us back
@@ -150,6 +149,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		!subset(labels, pg.Labels) || !subset(annotations, pg.Annotations) || (topologyNamed && annotations[apicommon.AnnotationTopologyName] == "") {
 		// Keys are added and updated, never removed: other controllers (and upstream Grove,
 		// before a takeover) may have written their own; only the topology name is ours alone.
+		st.children.wrote(childPodGangs)
 		patch := client.MergeFrom(pg.DeepCopy())
 		pg.Spec = g.spec
 		pg.Labels = common.WithLabels(pg.Labels, labels)
@@ -164,7 +164,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	if err := c.syncBackend(ctx, st, pg); err != nil {
 		return err
 	}
-	return c.updateInitialized(ctx, pg, g.complete)
+	return c.updateInitialized(ctx, st, pg, g.complete)
 }
 
 // syncBackend hands the PodGang to the scheduler backend once per generation and set of
@@ -192,7 +192,7 @@ type syncedGang struct {
 
 // updateInitialized sets Initialized False until every pod of the gang exists and is
 // referenced, then True; once True it stays (the gang has been handed over complete).
-func (c *podGangs) updateInitialized(ctx context.Context, pg *schedv1alpha1.PodGang, complete bool) error {
+func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1alpha1.PodGang, complete bool) error {
 	current := meta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionInitialized)
 	if current != nil && (current.Status == metav1.ConditionTrue || !complete) {
 		return nil
@@ -208,6 +208,7 @@ func (c *podGangs) updateInitialized(ctx context.Context, pg *schedv1alpha1.PodG
 	if phase == "" {
 		phase = schedv1alpha1.PodGangPhasePending
 	}
+	st.children.wrote(childPodGangs)
 	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.OperatorFieldManager, cond, phase)
 }
 

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -24,9 +23,8 @@ const maxReadyMessage = 1024
 // setReadiness rolls the PodCliqueSet's PodGangs up into status: the gang counts and the Ready
 // condition. It runs after computeStatus, whose availableReplicas it builds on.
 func (r *Reconciler) setReadiness(ctx context.Context, st *state, status *corev1alpha1.PodCliqueSetStatus, pclqs []corev1alpha1.PodClique, gangs []schedv1alpha1.PodGang) error {
-	ns, selector := client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, ns, selector); err != nil {
+	pods, err := st.children.pods(ctx)
+	if err != nil {
 		return err
 	}
 	var owned []schedv1alpha1.PodGang
@@ -35,7 +33,7 @@ func (r *Reconciler) setReadiness(ctx context.Context, st *state, status *corev1
 			owned = append(owned, gangs[i])
 		}
 	}
-	cond, total, scheduled := readiness(st.pcs, status, owned, pods.Items, pclqs)
+	cond, total, scheduled := readiness(st.pcs, status, owned, pods, pclqs)
 	status.TotalPodGangs, status.ScheduledPodGangs = total, scheduled
 	common.SetCondition(&status.Conditions, cond, st.stored.Generation)
 	return nil

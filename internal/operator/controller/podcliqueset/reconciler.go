@@ -75,6 +75,8 @@ type state struct {
 	takenOver bool
 	// requeue is when the reconcile must run again without an event (a pending breach expires).
 	requeue time.Duration
+	// children: the PodCliqueSet's children as this reconcile observed them.
+	children *children
 }
 
 // requeueAfter asks for the reconcile to run again within d.
@@ -121,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	st := &state{pcs: stored.DeepCopy(), stored: stored}
+	st := &state{pcs: stored.DeepCopy(), stored: stored, children: newChildren(r.Client, stored)}
 	corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
 	if common.IsTerminating(stored) {
 		if err := component.DeleteAll(ctx, st, r.components()...); err != nil {

@@ -26,26 +26,25 @@ import (
 
 // updateStatus writes the PodCliqueSet's status when it changed.
 func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error) error {
-	ns, selector := client.InNamespace(st.pcs.Namespace), client.MatchingLabels(apicommon.DefaultLabels(st.pcs.Name))
-	pclqs := &corev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, pclqs, ns, selector); err != nil {
+	pclqs, err := st.children.podCliques(ctx)
+	if err != nil {
 		return err
 	}
-	pcsgs := &corev1alpha1.PodCliqueScalingGroupList{}
-	if err := r.Client.List(ctx, pcsgs, ns, selector); err != nil {
+	pcsgs, err := st.children.scalingGroups(ctx)
+	if err != nil {
 		return err
 	}
 	// One read of the PodGangs feeds both the Ready roll-up and status.podGangStatuses.
-	gangs := &schedv1alpha1.PodGangList{}
-	if err := r.Client.List(ctx, gangs, ns, selector); err != nil {
+	gangs, err := st.children.podGangs(ctx)
+	if err != nil {
 		return err
 	}
-	status := computeStatus(st, pclqs.Items, pcsgs.Items, syncErr)
-	if err := r.setReadiness(ctx, st, &status, pclqs.Items, gangs.Items); err != nil {
+	status := computeStatus(st, pclqs, pcsgs, syncErr)
+	if err := r.setReadiness(ctx, st, &status, pclqs, gangs); err != nil {
 		return err
 	}
 	r.recordConditionEvents(st, &status)
-	status.PodGangStatutes = podGangStatuses(st.stored, gangs.Items)
+	status.PodGangStatutes = podGangStatuses(st.stored, gangs)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}
