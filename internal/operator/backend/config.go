@@ -25,3 +25,19 @@ func DecodeConfig(raw []byte, cfg any) error {
 	}
 	return nil
 }
+
+// LoadConfig is the config step of a backend's Init: it decodes the profile's configuration
+// (DecodeConfig) and checks it with validate, which may also default it (nil: nothing to check).
+// A failed check names the scheduler the profile configures.
+func LoadConfig[T any](ic InitContext, scheduler string, validate func(*T) error) (T, error) {
+	var cfg T
+	if err := DecodeConfig(ic.Config, &cfg); err != nil {
+		return cfg, err
+	}
+	if validate != nil {
+		if err := validate(&cfg); err != nil {
+			return cfg, fmt.Errorf("invalid %s config: %w", scheduler, err)
+		}
+	}
+	return cfg, nil
+}

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,5 +39,31 @@ func TestDecodeConfigIsStrict(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
+	}
+}
+
+func TestLoadConfigDecodesThenValidates(t *testing.T) {
+	type cfg struct {
+		Queue string `json:"queue,omitempty"`
+	}
+	defaultQueue := func(c *cfg) error {
+		if c.Queue == "" {
+			c.Queue = "default"
+		}
+		if c.Queue == "bad" {
+			return errors.New("queue: bad is not a queue")
+		}
+		return nil
+	}
+	got, err := LoadConfig(InitContext{}, "kai-scheduler", defaultQueue)
+	if err != nil || got.Queue != "default" {
+		t.Fatalf("empty config: got %+v, %v; want the validator's default", got, err)
+	}
+	_, err = LoadConfig(InitContext{Config: []byte(`{"queue":"bad"}`)}, "kai-scheduler", defaultQueue)
+	if err == nil || err.Error() != "invalid kai-scheduler config: queue: bad is not a queue" {
+		t.Fatalf("got %v, want the validator's error naming the scheduler", err)
+	}
+	if _, err = LoadConfig[cfg](InitContext{Config: []byte(`{"queu":"x"}`)}, "kai-scheduler", nil); err == nil {
+		t.Fatal("a misspelt field must fail decoding")
 	}
 }

@@ -94,12 +94,9 @@ func (b *Backend) Name() configv1alpha1.SchedulerName { return configv1alpha1.Sc
 
 // Init decodes and validates the profile's config.
 func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
-	var cfg Config
-	if err := backend.DecodeConfig(ic.Config, &cfg); err != nil {
+	cfg, err := backend.LoadConfig(ic, string(b.Name()), (*Config).Validate)
+	if err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid kai-scheduler config: %w", err)
 	}
 	b.cfg, b.client, b.reader, b.log = cfg, ic.Client, ic.Reader(), ic.Logger
 	if ic.Discovery != nil {

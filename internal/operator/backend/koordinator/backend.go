@@ -73,12 +73,9 @@ func (b *Backend) Name() configv1alpha1.SchedulerName { return configv1alpha1.Sc
 
 // Init decodes, defaults and validates the profile's config.
 func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
-	var cfg Config
-	if err := backend.DecodeConfig(ic.Config, &cfg); err != nil {
+	cfg, err := backend.LoadConfig(ic, string(b.Name()), (*Config).defaultAndValidate)
+	if err != nil {
 		return err
-	}
-	if err := cfg.defaultAndValidate(); err != nil {
-		return fmt.Errorf("invalid koord-scheduler config: %w", err)
 	}
 	b.cfg, b.client, b.reader, b.log = cfg, ic.Client, ic.Reader(), ic.Logger
 	return nil

@@ -80,8 +80,7 @@ func (b *Backend) Name() configv1alpha1.SchedulerName { return configv1alpha1.Sc
 // Init decodes the (empty) profile config and discovers what the apiserver serves of the
 // Workload API; it logs whether gangs are scheduled.
 func (b *Backend) Init(ctx context.Context, ic backend.InitContext) error {
-	var cfg Config
-	if err := backend.DecodeConfig(ic.Config, &cfg); err != nil {
+	if _, err := backend.LoadConfig[Config](ic, string(b.Name()), nil); err != nil {
 		return err
 	}
 	b.client, b.reader, b.log = ic.Client, ic.Reader(), ic.Logger
