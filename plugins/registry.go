@@ -20,11 +20,11 @@ import (
 func Registry() frameworkruntime.Registry {
 	profiles := gangcache.NewProfiles()
 	return frameworkruntime.Registry{
-		gang.Name:     gang.NewWith(profiles),
-		topology.Name: topology.NewWith(profiles),
-		dra.Name:      dra.NewWith(profiles),
+		gang.Name:     gang.New(profiles),
+		topology.Name: topology.New(profiles),
+		dra.Name:      dra.New(profiles),
 		// Replaces DefaultPreemption in Grove's profile: gangs are preempted whole or not at all.
-		preemption.Name: preemption.NewWith(profiles),
+		preemption.Name: preemption.New(profiles),
 	}
 }
 

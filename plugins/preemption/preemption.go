@@ -78,15 +78,10 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
-// NewWith returns the plugin's factory for the profiles' shared state (the registry's).
-func NewWith(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
+// New returns the plugin's factory: the plugin is built over the profiles' shared gang state,
+// which plugins.Registry creates and hands to every Grove plugin.
+func New(profiles *gangcache.Profiles) frameworkruntime.PluginFactory {
 	return profiles.Factory(newPlugin)
-}
-
-// New builds the plugin with state of its own, shared with no other plugin (tests; a profile
-// is built through the registry, NewWith).
-func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	return newPlugin(ctx, obj, h, gangcache.NewProfiles())
 }
 
 // newPlugin builds the plugin; it takes no args.
