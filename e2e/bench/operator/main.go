@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,8 +65,9 @@ func main() {
 	}
 	crlog.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := run(ctx, scale, *out, *scratch, *command); err != nil {
+	err := run(ctx, scale, *out, *scratch, *command)
+	cancel()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench-operator: %v\n", err)
 		os.Exit(1)
 	}
@@ -148,7 +150,11 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 	if err != nil {
 		return err
 	}
-	defer b.env.Stop()
+	defer func() {
+		if err := b.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-operator: stopping the environment: %v\n", err)
+		}
+	}()
 	b.admin, b.cs = b.env.Client, b.env.Clientset
 	if err := b.startKubeScheduler(ctx); err != nil {
 		return err
@@ -174,8 +180,8 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 	}
 
 	if err := b.workloads(ctx); err != nil {
-		b.report(ctx, outDir, command) // what was measured so far
-		return err
+		// Report what was measured so far; the workload's error is the one to return.
+		return errors.Join(err, b.report(ctx, outDir, command))
 	}
 	return b.report(ctx, outDir, command)
 }

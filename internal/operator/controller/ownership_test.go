@@ -36,7 +36,7 @@ func conditionOwners(t require.TestingT, obj client.Object) map[string][]string 
 				Conditions map[string]json.RawMessage `json:"f:conditions"`
 			} `json:"f:status"`
 		}
-		require.NoError(t, json.Unmarshal(f.FieldsV1.Raw, &fields))
+		require.NoError(t, json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields))
 		for key := range fields.Status.Conditions {
 			var k struct{ Type string }
 			if rest, ok := strings.CutPrefix(key, "k:"); ok && json.Unmarshal([]byte(rest), &k) == nil && k.Type != "" {
