@@ -29,7 +29,7 @@ import (
 // elasticWaits returns why the elastic member pod of gang key may not be placed now ("" when
 // it may): a waiting quorum of the same or a higher priority that could use the room.
 func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
-	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key) {
+	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, nil) {
 		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
@@ -96,10 +96,8 @@ const aheadChecked = 4
 func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
 	prio := corev1helpers.PodPriority(pod)
 	checked := 0
-	for _, w := range p.gangs.WaitingQuorums(prio, key) {
-		if w.Priority == prio && !p.queuedBefore(w.Key, key) {
-			continue
-		}
+	ahead := func(k string, priority int32) bool { return priority > prio || p.queuedBefore(k, key) }
+	for _, w := range p.gangs.WaitingQuorums(prio, key, ahead) {
 		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.

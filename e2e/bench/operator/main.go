@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -316,10 +317,45 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 
 const groveTimeout = 5 * time.Minute
 
+// workloadGroups are the groups of workloads BENCH_OPERATOR_WORKLOADS selects (all by default).
+var workloadGroups = []string{"replicas", "disagg", "small"}
+
+// selected reads BENCH_OPERATOR_WORKLOADS, a comma-separated subset of workloadGroups.
+func selected() (map[string]bool, error) {
+	env := os.Getenv("BENCH_OPERATOR_WORKLOADS")
+	out := map[string]bool{}
+	if env == "" {
+		for _, g := range workloadGroups {
+			out[g] = true
+		}
+		return out, nil
+	}
+	for _, g := range strings.Split(env, ",") {
+		if !slices.Contains(workloadGroups, g) {
+			return nil, fmt.Errorf("BENCH_OPERATOR_WORKLOADS: unknown group %q (want some of %s)", g, strings.Join(workloadGroups, ","))
+		}
+		out[g] = true
+	}
+	return out, nil
+}
+
 func (b *bench) workloads(ctx context.Context) error {
 	s := b.scale
 	n := int(2 * s.Replicas)
-	sizes := []int{n, s.disaggPods(), 5 * s.SmallSets, n / 2}
+	groups, err := selected()
+	if err != nil {
+		return err
+	}
+	var sizes []int
+	if groups["replicas"] {
+		sizes = append(sizes, n, n/2)
+	}
+	if groups["disagg"] {
+		sizes = append(sizes, s.disaggPods())
+	}
+	if groups["small"] {
+		sizes = append(sizes, 5*s.SmallSets)
+	}
 	seen := map[int]bool{}
 	for _, size := range sizes {
 		if seen[size] {
@@ -334,7 +370,38 @@ func (b *bench) workloads(ctx context.Context) error {
 		}
 	}
 
-	// Upstream's scale test: replicas × 2 pods, then scaled in and out.
+	if groups["replicas"] {
+		if err := b.replicasWorkloads(ctx); err != nil {
+			return err
+		}
+	}
+	if groups["disagg"] {
+		if err := b.disaggWorkloads(ctx); err != nil {
+			return err
+		}
+	}
+	if !groups["small"] {
+		return nil
+	}
+	// Many small PodCliqueSets at once.
+	ns := "pcs-small"
+	if err := b.namespace(ctx, ns); err != nil {
+		return err
+	}
+	sn := 5 * s.SmallSets
+	if err := b.measure(ctx, fmt.Sprintf("apply %d small PCS at once", s.SmallSets), "grove", sn, growMilestones,
+		expectation{ns: ns, want: sn, grove: true}, groveTimeout, func(ctx context.Context) error {
+			return parallel(ctx, s.SmallSets, 16, func(ctx context.Context, i int) error { return b.admin.Create(ctx, smallPCS(ns, i)) })
+		}); err != nil {
+		return err
+	}
+	return b.deletePCS(ctx, ns, sn, fmt.Sprintf("delete %d small PCS", s.SmallSets))
+}
+
+// replicasWorkloads is upstream's scale test: replicas × 2 pods, then scaled in and out.
+func (b *bench) replicasWorkloads(ctx context.Context) error {
+	s := b.scale
+	n := int(2 * s.Replicas)
 	ns := "pcs-replicas"
 	if err := b.namespace(ctx, ns); err != nil {
 		return err
@@ -360,9 +427,14 @@ func (b *bench) workloads(ctx context.Context) error {
 	if err := <-profile; err != nil {
 		fmt.Printf("   CPU profile: %v\n", err)
 	}
+	return nil
+}
 
-	// Disaggregated serving: one replica, router + prefill/decode scaling groups.
-	ns = "pcs-disagg"
+// disaggWorkloads is disaggregated serving: one replica, router + prefill/decode scaling
+// groups, applied, updated and deleted.
+func (b *bench) disaggWorkloads(ctx context.Context) error {
+	s := b.scale
+	ns := "pcs-disagg"
 	if err := b.namespace(ctx, ns); err != nil {
 		return err
 	}
@@ -386,23 +458,7 @@ func (b *bench) workloads(ctx context.Context) error {
 		}); err != nil {
 		return err
 	}
-	if err := b.deletePCS(ctx, ns, dn, "delete disaggregated PCS"); err != nil {
-		return err
-	}
-
-	// Many small PodCliqueSets at once.
-	ns = "pcs-small"
-	if err := b.namespace(ctx, ns); err != nil {
-		return err
-	}
-	sn := 5 * s.SmallSets
-	if err := b.measure(ctx, fmt.Sprintf("apply %d small PCS at once", s.SmallSets), "grove", sn, growMilestones,
-		expectation{ns: ns, want: sn, grove: true}, groveTimeout, func(ctx context.Context) error {
-			return parallel(ctx, s.SmallSets, 16, func(ctx context.Context, i int) error { return b.admin.Create(ctx, smallPCS(ns, i)) })
-		}); err != nil {
-		return err
-	}
-	return b.deletePCS(ctx, ns, sn, fmt.Sprintf("delete %d small PCS", s.SmallSets))
+	return b.deletePCS(ctx, ns, dn, "delete disaggregated PCS")
 }
 
 func (b *bench) namespace(ctx context.Context, ns string) error {

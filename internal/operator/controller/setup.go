@@ -106,11 +106,20 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	if err != nil {
 		return err
 	}
+	pclqStatusClient, err := clientFor(podclique.StatusWriterName)
+	if err != nil {
+		return err
+	}
+	gangClient, err := clientFor(podcliqueset.GangWriterName)
+	if err != nil {
+		return err
+	}
 	c := cfg.Controllers
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
-		Client:   client.WithFieldOwner(pcsClient, apicommon.OperatorFieldManager),
-		Registry: registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+		Client:     client.WithFieldOwner(pcsClient, apicommon.OperatorFieldManager),
+		GangClient: client.WithFieldOwner(gangClient, apicommon.OperatorFieldManager),
+		Registry:   registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
 		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
@@ -120,9 +129,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}
 	if err := (&podclique.Reconciler{
-		Client:     client.WithFieldOwner(pclqClient, apicommon.PodCliqueFieldManager),
-		GateClient: client.WithFieldOwner(gateClient, apicommon.PodCliqueFieldManager),
-		Registry:   registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
+		Client:       client.WithFieldOwner(pclqClient, apicommon.PodCliqueFieldManager),
+		GateClient:   client.WithFieldOwner(gateClient, apicommon.PodCliqueFieldManager),
+		StatusClient: client.WithFieldOwner(pclqStatusClient, apicommon.PodCliqueFieldManager),
+		Registry:     registry, Recorder: recorder, Expectations: expectations.New(expectations.DefaultTTL),
 		Claims:             claims,
 		StartupWaiterImage: cfg.StartupWaiter.Image,
 	}).SetupWithManager(mgr, controllerOpts(c.PodClique)); err != nil {

@@ -773,8 +773,11 @@ type Waiting struct {
 }
 
 // WaitingQuorums lists the gangs other than except, of priority prio or higher, that wait for
-// their quorum: highest priority first, then by key.
-func (c *Cache) WaitingQuorums(prio int32, except string) []Waiting {
+// their quorum and that keep keeps (every one when keep is nil): highest priority first, then
+// by key. keep sees only a gang's key and priority, before its state is read: a gang that
+// starts an attempt asks only about the few gangs queued ahead of it, and with thousands of
+// gangs waiting, reading and sorting every one at every attempt cost quadratic time.
+func (c *Cache) WaitingQuorums(prio int32, except string, keep func(key string, priority int32) bool) []Waiting {
 	c.mu.RLock()
 	var keys []string
 	var pods []*v1.Pod
@@ -797,6 +800,9 @@ func (c *Cache) WaitingQuorums(prio int32, except string) []Waiting {
 	c.mu.RUnlock()
 	out := make([]Waiting, 0, len(keys))
 	for i, key := range keys {
+		if keep != nil && !keep(key, podPriority(pods[i])) {
+			continue
+		}
 		if g, ok := c.Get(key); ok {
 			out = append(out, Waiting{Key: key, Priority: podPriority(pods[i]), Gang: g, Pod: pods[i]})
 		}

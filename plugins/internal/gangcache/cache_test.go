@@ -326,11 +326,15 @@ func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) 
 		}
 		return out
 	}
-	got := c.WaitingQuorums(10, "ns/placed")
+	got := c.WaitingQuorums(10, "ns/placed", nil)
 	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(got),
 		"highest priority first; not a gang with its quorum missing, placed, assumed or of a lower priority")
 	assert.Equal(t, int32(100), got[0].Priority)
 	assert.Contains(t, []string{"w1", "w2"}, got[1].Pod.Name, "a member without a node stands for the gang")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits")), "never the asking gang itself")
-	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "")))
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", nil)), "never the asking gang itself")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "", nil)))
+	assert.Equal(t, []string{"ns/urgent", "ns/low"}, keys(c.WaitingQuorums(0, "", func(key string, _ int32) bool { return key != "ns/waits" })),
+		"keep filters by key before the gang is read")
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(0, "", func(_ string, prio int32) bool { return prio > 50 })),
+		"keep sees each gang's priority")
 }

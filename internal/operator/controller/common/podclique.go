@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -84,6 +85,11 @@ func (t PodCliqueTarget) Labels() map[string]string {
 // template's replicas only seed a new PodClique: afterwards they belong to its scale
 // subresource (kubectl scale, an autoscaler).
 func MutatePodClique(pclq *corev1alpha1.PodClique, t PodCliqueTarget) {
+	if pclq.ResourceVersion == "" {
+		// Created with the PodClique controller's finalizer, so that controller need not patch
+		// it in: one write less per clique on the client that creates the pods.
+		controllerutil.AddFinalizer(pclq, apicommon.FinalizerPodClique)
+	}
 	pclq.Labels = WithLabels(pclq.Labels, t.Labels())
 	if len(t.Clique.Annotations) > 0 {
 		if pclq.Annotations == nil {

@@ -39,12 +39,12 @@ func SyncAll[T any](ctx context.Context, owner T, components ...Component[T]) er
 	return nil
 }
 
-// DeleteAll deletes the components in reverse order and reports every failure.
+// DeleteAll deletes the components in the order given and reports every failure.
 func DeleteAll[T any](ctx context.Context, owner T, components ...Component[T]) error {
 	var errs []error
-	for i := len(components) - 1; i >= 0; i-- {
-		if err := components[i].Delete(ctx, owner); err != nil {
-			errs = append(errs, &Error{Component: components[i].Name(), Err: err})
+	for _, c := range components {
+		if err := c.Delete(ctx, owner); err != nil {
+			errs = append(errs, &Error{Component: c.Name(), Err: err})
 		}
 	}
 	return errors.Join(errs...)

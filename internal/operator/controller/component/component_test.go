@@ -40,10 +40,10 @@ func TestSyncAllRunsInOrderAndStopsAtTheFirstFailure(t *testing.T) {
 	assert.Equal(t, []string{"sync a", "sync b"}, j, "c depends on b and is not synced")
 }
 
-func TestDeleteAllRunsInReverseAndReportsEveryFailure(t *testing.T) {
+func TestDeleteAllRunsInOrderAndReportsEveryFailure(t *testing.T) {
 	var j []string
 	err := DeleteAll(context.Background(), "owner", step{"a", "delete", &j}, step{"b", "", &j}, step{"c", "delete", &j})
-	assert.Equal(t, []string{"delete c", "delete b", "delete a"}, j)
+	assert.Equal(t, []string{"delete a", "delete b", "delete c"}, j, "a failure does not stop the later deletions")
 	assert.ErrorContains(t, err, "component c")
 	assert.ErrorContains(t, err, "component a")
 }

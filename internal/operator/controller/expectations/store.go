@@ -88,9 +88,15 @@ func (s *Store) CancelDeletion(key string, uid types.UID) {
 }
 
 // Observed is called from the informer's event handler: the pod was added to, or removed
-// from, the cache. Either way nothing about it is pending any more; this also covers a pod
-// that was created and deleted before a reconcile could list it.
+// from, the cache. A removed pod is pending no more, as a creation or a deletion: this also
+// covers a pod created and deleted before a reconcile could list it. An added pod stays
+// pending until a reconcile's list shows it (Pending): a reconcile that listed the pods just
+// before the event, and settles its expectations just after, would otherwise count the pod
+// neither way and create it again.
 func (s *Store) Observed(key string, uid types.UID, gone bool) {
+	if !gone {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.owners[key]
@@ -98,9 +104,7 @@ func (s *Store) Observed(key string, uid types.UID, gone bool) {
 		return
 	}
 	delete(o.creations, uid)
-	if gone {
-		delete(o.deletions, uid)
-	}
+	delete(o.deletions, uid)
 }
 
 // Pending settles the owner's expectations against the pods its cache lists (live[uid] is

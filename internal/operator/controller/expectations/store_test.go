@@ -30,9 +30,23 @@ func TestPendingCreationsCountUntilTheCacheShowsThePod(t *testing.T) {
 	p = s.Pending("ns/a", map[types.UID]bool{"u1": true})
 	assert.Equal(t, []Creation{{UID: "u2", Index: 1}}, p.Creations)
 
-	s.Observed("ns/a", "u2", false)
-	assert.Empty(t, s.Pending("ns/a", map[types.UID]bool{"u1": true}).Creations)
+	assert.Empty(t, s.Pending("ns/a", map[types.UID]bool{"u1": true, "u2": true}).Creations)
 	assert.Empty(t, s.Pending("ns/b", nil).Creations, "owners are independent")
+}
+
+// TestAnAddedPodStaysPendingUntilAListShowsIt: a reconcile lists the pods (u2 is not in the
+// cache yet), the informer then adds u2 and tells the store, and the reconcile settles its
+// expectations against its list: u2 must still count as in flight, or the reconcile creates a
+// pod for it again. It failed before: the add event cleared the creation, and
+// TestScaleOutOfAHundredPods saw 103 pods created for 100 on a loaded machine.
+func TestAnAddedPodStaysPendingUntilAListShowsIt(t *testing.T) {
+	s, _ := newStore()
+	s.ExpectCreation("ns/a", "u1", 0)
+	s.ExpectCreation("ns/a", "u2", 1)
+	listed := map[types.UID]bool{"u1": true} // the reconcile's list, taken before u2's event
+	s.Observed("ns/a", "u2", false)
+	assert.Equal(t, []Creation{{UID: "u2", Index: 1}}, s.Pending("ns/a", listed).Creations)
+	assert.Empty(t, s.Pending("ns/a", map[types.UID]bool{"u1": true, "u2": true}).Creations, "the next list shows it")
 }
 
 func TestPendingDeletionsCountWhileTheCacheShowsThePodLive(t *testing.T) {

@@ -33,7 +33,11 @@ type Reconciler struct {
 	// GateClient lifts the scheduling gates (Client when nil). A client of its own keeps the
 	// gate PATCHes from queueing behind the pod creations on one client-side rate limiter:
 	// pods whose gang is listed start scheduling while the rest are still being created.
-	GateClient   client.Client
+	GateClient client.Client
+	// StatusClient writes the PodClique's status (Client when nil): a clique's status changes
+	// several times while its pods are created, gated, placed and started, and those writes
+	// must not queue on the rate limiter of the client that creates the pods.
+	StatusClient client.Client
 	Registry     *backend.Registry
 	Expectations *expectations.Store
 	Recorder     events.EventRecorder
@@ -41,6 +45,10 @@ type Reconciler struct {
 	Claims *resourceclaim.Syncer
 	// StartupWaiterImage runs `grove-operator wait-for-cliques` in pods with parent PodCliques.
 	StartupWaiterImage string
+
+	// status writes the status off the reconcile path (SetupWithManager starts it); nil in
+	// a Reconciler driven by hand, which writes it inline.
+	status *statusWriter
 }
 
 // Reconcile makes a PodClique's pods match its spec and reports its status.
@@ -49,6 +57,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Forget(req.String())
+			if r.status != nil {
+				r.status.forget(req.NamespacedName)
+			}
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -88,15 +99,15 @@ func (r *Reconciler) listPods(ctx context.Context, pclq *corev1alpha1.PodClique)
 
 // reconcileDelete deletes the pods of a PodClique that is going away, then lets it go.
 func (r *Reconciler) reconcileDelete(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
-	var errs []error
-	for _, p := range pods {
+	_, err := common.SlowStart(ctx, len(pods), func(ctx context.Context, i int) error {
+		p := pods[i]
 		err := common.Delete(ctx, r.Client, p)
 		if err == nil && !common.IsTerminating(p) {
 			grovemetrics.PodsDeleted.WithLabelValues(grovemetrics.DeleteCliqueDeleted).Inc()
 		}
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	r.Expectations.Forget(client.ObjectKeyFromObject(pclq).String())
@@ -236,6 +247,13 @@ func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodCliq
 		return nil
 	})
 	return err
+}
+
+func (r *Reconciler) statusClient() client.Client {
+	if r.StatusClient != nil {
+		return r.StatusClient
+	}
+	return r.Client
 }
 
 func (r *Reconciler) gateClient() client.Client {

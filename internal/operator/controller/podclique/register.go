@@ -32,6 +32,9 @@ const ControllerName = "podclique"
 // user agent).
 const GateControllerName = "podclique-gates"
 
+// StatusWriterName names the PodClique controller's status writer (its client's user agent).
+const StatusWriterName = "podclique-status"
+
 // SetupWithManager registers the controller and its watches:
 //   - PodCliques: spec (generation), labels (PodGang, template hash) and deletion;
 //   - their pods: every change, and the informer's sightings settle the expectations;
@@ -42,6 +45,10 @@ const GateControllerName = "podclique-gates"
 //   - PodCliqueSets: when a rolling update moves to another replica, its standalone
 //     PodCliques replace their outdated pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.status = newStatusWriter(r)
+	if err := mgr.Add(r.status); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).

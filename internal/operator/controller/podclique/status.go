@@ -18,19 +18,31 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
-// updateStatus writes the PodClique's status when it changed. observedGeneration advances
-// only when the sync succeeded: a generation whose pods could not be made is not observed.
+// updateStatus has the PodClique's status written when it changed: by the status writer when
+// the controller runs one, else here. observedGeneration advances only when the sync
+// succeeded: a generation whose pods could not be made is not observed.
 func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, synced bool) error {
-	status := computeStatus(pclq, pods)
-	if !synced {
-		status.ObservedGeneration = pclq.Status.ObservedGeneration
+	if r.status != nil {
+		r.status.enqueue(client.ObjectKeyFromObject(pclq), pclq.Generation, synced)
+		return nil
 	}
+	observed := pclq.Status.ObservedGeneration
+	if synced {
+		observed = ptr.To(pclq.Generation)
+	}
+	return r.writeStatus(ctx, pclq, pods, observed)
+}
+
+// writeStatus patches the PodClique's status, with observedGeneration observed, when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64) error {
+	status := computeStatus(pclq, pods)
+	status.ObservedGeneration = observed
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
 		return nil
 	}
 	patch := client.MergeFrom(pclq.DeepCopy())
 	pclq.Status = status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pclq, patch))
+	return client.IgnoreNotFound(r.statusClient().Status().Patch(ctx, pclq, patch))
 }
 
 // computeStatus counts the live pods and derives the conditions.

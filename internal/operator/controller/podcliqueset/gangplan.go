@@ -2,6 +2,7 @@ package podcliqueset
 
 import (
 	"sort"
+	"time"
 
 	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -20,6 +21,8 @@ type gangPlanInput struct {
 	pcsgs map[string]*corev1alpha1.PodCliqueScalingGroup
 	// pods are the names of live pods by PodGang and PodClique (from the pods' labels).
 	pods map[string]map[string][]string
+	// firstPod is when the oldest live pod of each PodGang was created.
+	firstPod map[string]time.Time
 	// topology holds the translated constraints (empty without topology-aware scheduling).
 	topology packing.Translated
 }
@@ -34,6 +37,37 @@ type plannedGang struct {
 	spec         schedv1alpha1.PodGangSpec
 	// complete is true once every pod of every group exists and is referenced.
 	complete bool
+	// firstPod is when its oldest pod was created, firstClique its oldest PodClique (zero
+	// when none exists).
+	firstPod, firstClique time.Time
+}
+
+// A PodGang is created with its pods, so that it is written once, complete, rather than
+// created empty and then patched as each of its pods appears (with an Initialized condition
+// written at each step): the create is what the pods' scheduling gates wait for, and at
+// hundreds of replicas the extra writes queue on the rate limiter ahead of other gangs'
+// creates. A gang whose pods are slow to come is created all the same, listing the pods that
+// exist, once its first pod is incompleteGangGrace old — or, when none of its pods could be
+// created (a quota, a rejecting webhook), emptyGangGrace after its PodCliques, so that it
+// reports Initialized=False (PodsCreationPending) to whoever waits for it.
+const (
+	incompleteGangGrace = 2 * time.Second
+	emptyGangGrace      = 10 * time.Second
+)
+
+// createIn is how long to wait before creating the absent PodGang; 0 means now.
+func (g *plannedGang) createIn(now time.Time) time.Duration {
+	switch {
+	case g.complete:
+		return 0
+	case !g.firstPod.IsZero():
+		return max(0, g.firstPod.Add(incompleteGangGrace).Sub(now))
+	case !g.firstClique.IsZero():
+		return max(0, g.firstClique.Add(emptyGangGrace).Sub(now))
+	default:
+		// Its PodCliques are not in the cache yet: their create events bring the reconcile back.
+		return emptyGangGrace
+	}
 }
 
 // planPodGangs computes, per PodCliqueSet replica, the base PodGang (standalone cliques and
@@ -129,19 +163,32 @@ func (g *plannedGang) addGroup(in gangPlanInput, pclqName string, clique *corev1
 	}
 	g.spec.PodGroups = append(g.spec.PodGroups, group)
 	g.complete = g.complete && exists && int32(len(refs)) >= spec.Replicas
+	if exists && (g.firstClique.IsZero() || pclq.CreationTimestamp.Time.Before(g.firstClique)) {
+		g.firstClique = pclq.CreationTimestamp.Time
+	}
+	if t, ok := in.firstPod[g.name]; ok {
+		g.firstPod = t
+	}
 }
 
-// podsByGang groups live pod names by their PodGang and PodClique labels.
-func podsByGang(pods []podRef) map[string]map[string][]string {
-	out := map[string]map[string][]string{}
+// podsByGang groups live pod names by their PodGang and PodClique labels, and finds each
+// PodGang's oldest pod.
+func podsByGang(pods []podRef) (names map[string]map[string][]string, first map[string]time.Time) {
+	names, first = map[string]map[string][]string{}, map[string]time.Time{}
 	for _, p := range pods {
-		if out[p.gang] == nil {
-			out[p.gang] = map[string][]string{}
+		if names[p.gang] == nil {
+			names[p.gang] = map[string][]string{}
 		}
-		out[p.gang][p.pclq] = append(out[p.gang][p.pclq], p.name)
+		names[p.gang][p.pclq] = append(names[p.gang][p.pclq], p.name)
+		if t, ok := first[p.gang]; !ok || p.created.Before(t) {
+			first[p.gang] = p.created
+		}
 	}
-	return out
+	return names, first
 }
 
 // podRef is what the PodGang planner needs of a pod.
-type podRef struct{ name, gang, pclq string }
+type podRef struct {
+	name, gang, pclq string
+	created          time.Time
+}

@@ -2,6 +2,7 @@ package podcliqueset
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,4 +145,52 @@ func TestPlanPodGangsTopology(t *testing.T) {
 	for _, g := range gangs {
 		assert.Nil(t, g.spec.SharedTopologyConstraint, "%s: a scaling group's constraint binds each of its replicas, not the replica as a whole", g.name)
 	}
+}
+
+// TestCreateInWaitsForTheGangsPods: an absent PodGang is created once complete, or
+// incompleteGangGrace after its first pod, or emptyGangGrace after its oldest PodClique when
+// none of its pods exists; never before its PodCliques are seen.
+func TestCreateInWaitsForTheGangsPods(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	for name, tc := range map[string]struct {
+		gang plannedGang
+		want time.Duration
+	}{
+		"complete":                       {plannedGang{complete: true}, 0},
+		"complete, cliques just created": {plannedGang{complete: true, firstClique: now}, 0},
+		"first pod just created":         {plannedGang{firstPod: now, firstClique: ago(time.Minute)}, incompleteGangGrace},
+		"first pod a second old":         {plannedGang{firstPod: ago(time.Second), firstClique: ago(time.Minute)}, incompleteGangGrace - time.Second},
+		"first pod past the grace":       {plannedGang{firstPod: ago(incompleteGangGrace + time.Second)}, 0},
+		"no pod, cliques 3s old":         {plannedGang{firstClique: ago(3 * time.Second)}, emptyGangGrace - 3*time.Second},
+		"no pod, cliques past the grace": {plannedGang{firstClique: ago(emptyGangGrace)}, 0},
+		"no clique seen yet":             {plannedGang{}, emptyGangGrace},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.gang.createIn(now))
+		})
+	}
+}
+
+// TestPlanRecordsTheOldestPodAndClique: the planner carries each gang's oldest pod (from the
+// pods' creation times) and oldest existing PodClique into the plan.
+func TestPlanRecordsTheOldestPodAndClique(t *testing.T) {
+	pcs := testPCS(1)
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	pclqs := map[string]*corev1alpha1.PodClique{}
+	for i, name := range []string{"p-0-router", "p-0-w-0-prefill", "p-0-w-0-decode"} {
+		pclqs[name] = &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second))},
+			Spec: corev1alpha1.PodCliqueSpec{Replicas: 1}}
+	}
+	names, first := podsByGang([]podRef{
+		{name: "p-0-router-0", gang: "p-0", pclq: "p-0-router", created: t0.Add(5 * time.Second)},
+		{name: "p-0-w-0-decode-0", gang: "p-0", pclq: "p-0-w-0-decode", created: t0.Add(4 * time.Second)},
+	})
+	gangs := planPodGangs(gangPlanInput{pcs: pcs, pclqs: pclqs, pods: names, firstPod: first})
+	require.NotEmpty(t, gangs)
+	base := gangs[0]
+	require.Equal(t, "p-0", base.name)
+	assert.False(t, base.complete, "prefill has no pod and one scaling-group replica has no PodCliques")
+	assert.Equal(t, t0.Add(4*time.Second), base.firstPod)
+	assert.Equal(t, t0, base.firstClique)
 }

@@ -2,7 +2,6 @@ package podcliqueset
 
 import (
 	"context"
-	"errors"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,15 +43,17 @@ func anyUnwanted(owned []client.Object, wanted map[string]bool) bool {
 	return false
 }
 
-// deleteUnwanted deletes the owned objects whose names are not wanted.
+// deleteUnwanted deletes the owned objects whose names are not wanted, in slow-start batches
+// (a scale-in of hundreds of replicas is not hundreds of round trips one after another).
 func deleteUnwanted(ctx context.Context, c client.Client, owned []client.Object, wanted map[string]bool) error {
-	var errs []error
+	var unwanted []client.Object
 	for _, obj := range owned {
 		if !wanted[obj.GetName()] {
-			errs = append(errs, common.Delete(ctx, c, obj))
+			unwanted = append(unwanted, obj)
 		}
 	}
-	return errors.Join(errs...)
+	_, err := common.SlowStart(ctx, len(unwanted), func(ctx context.Context, i int) error { return common.Delete(ctx, c, unwanted[i]) })
+	return err
 }
 
 // deleteOwned deletes every owned object of a component (the PodCliqueSet is being deleted).

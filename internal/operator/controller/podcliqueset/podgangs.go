@@ -49,16 +49,20 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 		wanted[g.name] = true
 	}
 	existing := map[string]*schedv1alpha1.PodGang{}
-	var errs []error
+	var unwanted []*schedv1alpha1.PodGang
 	for _, pg := range owned {
 		if !wanted[pg.Name] {
 			c.r.forgetPodGang(pg.UID)
 			st.children.wrote(childPodGangs)
-			errs = append(errs, common.Delete(ctx, c.r.Client, pg))
+			unwanted = append(unwanted, pg)
 			continue
 		}
 		existing[pg.Name] = pg
 	}
+	_, delErr := common.SlowStart(ctx, len(unwanted), func(ctx context.Context, i int) error {
+		return common.Delete(ctx, c.r.gangClient(), unwanted[i])
+	})
+	errs := []error{delErr}
 	// In slow-start batches: each gang's create and Initialized write are independent of the
 	// others', and one after another they made the last gang (and its pods' gates) wait for
 	// every other gang's round trips.
@@ -108,9 +112,9 @@ func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, err
 		if owner == nil || owner.Kind != "PodClique" || owner.Name != pclq || in.pclqs[pclq] == nil {
 			continue
 		}
-		refs = append(refs, podRef{name: p.Name, gang: p.Labels[apicommon.LabelPodGang], pclq: pclq})
+		refs = append(refs, podRef{name: p.Name, gang: p.Labels[apicommon.LabelPodGang], pclq: pclq, created: p.CreationTimestamp.Time})
 	}
-	in.pods = podsByGang(refs)
+	in.pods, in.firstPod = podsByGang(refs)
 	return in, nil
 }
 
@@ -130,6 +134,10 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	}
 
 	if pg == nil {
+		if wait := g.createIn(time.Now()); wait > 0 {
+			st.requeueAfter(wait)
+			return nil
+		}
 		if taken, err := c.nameTaken(ctx, st, g.name); err != nil || taken {
 			return err
 		}
@@ -139,7 +147,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 			return err
 		}
 		st.children.wrote(childPodGangs)
-		if err := c.r.Client.Create(ctx, pg); err != nil {
+		if err := c.r.gangClient().Create(ctx, pg); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the cache is behind; the create event brings us back
 			}
@@ -157,7 +165,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		if annotations[apicommon.AnnotationTopologyName] == "" {
 			delete(pg.Annotations, apicommon.AnnotationTopologyName)
 		}
-		if err := c.r.Client.Patch(ctx, pg, patch); err != nil {
+		if err := c.r.gangClient().Patch(ctx, pg, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}
@@ -209,7 +217,7 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 		phase = schedv1alpha1.PodGangPhasePending
 	}
 	st.children.wrote(childPodGangs)
-	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.OperatorFieldManager, cond, phase)
+	return applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, phase)
 }
 
 // applyPodGangCondition applies one condition of a PodGang's status (and, when phase is set,
@@ -316,7 +324,9 @@ func (c *podGangs) nameTaken(ctx context.Context, st *state, name string) (bool,
 	if ref := metav1.GetControllerOf(other); ref != nil {
 		holder = fmt.Sprintf("controlled by %s %s", ref.Kind, ref.Name)
 	}
+	st.mu.Lock()
 	st.podGangConflicts = append(st.podGangConflicts, fmt.Sprintf("PodGang %s/%s already exists (%s)", other.Namespace, other.Name, holder))
+	st.mu.Unlock()
 	st.requeueAfter(podGangConflictRecheck)
 	return true, nil
 }

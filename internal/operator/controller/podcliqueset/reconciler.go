@@ -31,9 +31,14 @@ import (
 
 // Reconciler reconciles PodCliqueSets.
 type Reconciler struct {
-	Client   client.Client
-	Registry *backend.Registry
-	Recorder events.EventRecorder
+	Client client.Client
+	// GangClient writes the PodGangs and their Initialized condition (Client when nil). A
+	// client of its own keeps a PodGang's create, on which its pods' gates wait, from queueing
+	// on one client-side rate limiter behind the PodCliques, Services and other children of
+	// hundreds of replicas.
+	GangClient client.Client
+	Registry   *backend.Registry
+	Recorder   events.EventRecorder
 	// TopologyAwareScheduling decides whether constraints are translated at all.
 	TopologyAwareScheduling configv1alpha1.TopologyAwareSchedulingConfiguration
 	// Claims keeps the ResourceClaims of the PodCliqueSet's resourceSharing entries.
@@ -77,10 +82,15 @@ type state struct {
 	requeue time.Duration
 	// children: the PodCliqueSet's children as this reconcile observed them.
 	children *children
+	// mu guards requeue and podGangConflicts, which the PodGang writes of one slow-start
+	// batch report concurrently.
+	mu sync.Mutex
 }
 
 // requeueAfter asks for the reconcile to run again within d.
 func (s *state) requeueAfter(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.requeue == 0 || d < s.requeue {
 		s.requeue = d
 	}
@@ -110,9 +120,20 @@ func (s *state) translated() packing.Translated {
 
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
-		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &headlessServices{r}, &resourceClaims{r},
+		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &resourceClaims{r},
 		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
-		&partialGangs{r},
+		// Pods need not wait for their replica's Service: it comes after what gates them.
+		&headlessServices{r}, &partialGangs{r},
+	}
+}
+
+// deletionOrder lists the components in the order a deleted PodCliqueSet's objects go: the
+// PodCliques first (their controller deletes the pods, which is what frees the nodes), then
+// the PodGangs and what the pods used, the Services, claims and RBAC last.
+func (r *Reconciler) deletionOrder() []component.Component[*state] {
+	return []component.Component[*state]{
+		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r}, &partialGangs{r}, &gangTermination{r},
+		&headlessServices{r}, &resourceClaims{r}, &startupWaiterTokens{r}, &roleBindings{r}, &roles{r}, &serviceAccounts{r},
 	}
 }
 
@@ -126,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	st := &state{pcs: stored.DeepCopy(), stored: stored, children: newChildren(r.Client, stored)}
 	corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
 	if common.IsTerminating(stored) {
-		if err := component.DeleteAll(ctx, st, r.components()...); err != nil {
+		if err := component.DeleteAll(ctx, st, r.deletionOrder()...); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{}, common.RemoveFinalizer(ctx, r.Client, stored, apicommon.FinalizerPodCliqueSet)
@@ -176,6 +197,13 @@ func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
 	ts.translated = packing.Translate(t, levels)
 	st.topology = ts
 	return nil
+}
+
+func (r *Reconciler) gangClient() client.Client {
+	if r.GangClient != nil {
+		return r.GangClient
+	}
+	return r.Client
 }
 
 func (r *Reconciler) forgetPodGang(uid types.UID) { r.syncedPodGangs.Delete(uid) }

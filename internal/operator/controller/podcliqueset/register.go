@@ -30,6 +30,9 @@ import (
 // ControllerName names the controller (and its events).
 const ControllerName = "podcliqueset"
 
+// GangWriterName names the PodCliqueSet controller's PodGang writer (its client's user agent).
+const GangWriterName = "podcliqueset-podgangs"
+
 // IndexTopologyName indexes PodCliqueSets by the ClusterTopology their constraints refer to.
 const IndexTopologyName = "grove.io/topologyName"
 
@@ -37,7 +40,8 @@ const IndexTopologyName = "grove.io/topologyName"
 const IndexPriorityClassName = "grove.io/priorityClassName"
 
 // SetupWithManager registers the controller and its watches:
-//   - PodCliqueSets: spec (generation) and deletion;
+//   - PodCliqueSets: spec (generation), labels and annotations (its PodGangs mirror them) and
+//     deletion;
 //   - PodCliques and PodCliqueScalingGroups of the PodCliqueSet (members of scaling groups
 //     included): existence, spec (scale subresources) and status;
 //   - pods of the PodCliqueSet: existence, labels and deletion (PodGang membership);
@@ -77,7 +81,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
-		For(&corev1alpha1.PodCliqueSet{}, driftOrDeletion).
+		For(&corev1alpha1.PodCliqueSet{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, common.DeletionChanged{}))).
 		Watches(&corev1alpha1.PodClique{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, common.DeletionChanged{},
 			common.StatusChanged[*corev1alpha1.PodClique]{Status: func(p *corev1alpha1.PodClique) any { return p.Status }}))).

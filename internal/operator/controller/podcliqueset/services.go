@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,11 +31,32 @@ func (c *headlessServices) Sync(ctx context.Context, st *state) error {
 		wanted[apicommon.HeadlessServiceName(st.pcs.Name, i)] = true
 	}
 	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
-	for i := range int(st.pcs.Spec.Replicas) {
-		errs = append(errs, c.apply(ctx, st, i))
+	have := map[string]bool{}
+	for _, svc := range owned {
+		have[svc.GetName()] = true
 	}
-	return errors.Join(errs...)
+	var missing []int
+	for i := range int(st.pcs.Spec.Replicas) {
+		if !have[apicommon.HeadlessServiceName(st.pcs.Name, i)] {
+			missing = append(missing, i)
+			continue
+		}
+		errs = append(errs, c.apply(ctx, st, i)) // a patch only when it drifted
+	}
+	// No pod waits for its Service to be scheduled, but the reconcile that creates them does
+	// not reach the PodGangs until it is done: at most serviceCreatesPerSync per reconcile,
+	// in slow-start batches, and the rest in the next one.
+	if len(missing) > serviceCreatesPerSync {
+		missing = missing[:serviceCreatesPerSync]
+		st.requeueAfter(time.Millisecond)
+	}
+	_, err = common.SlowStart(ctx, len(missing), func(ctx context.Context, i int) error { return c.apply(ctx, st, missing[i]) })
+	return errors.Join(append(errs, err)...)
 }
+
+// serviceCreatesPerSync bounds the Services one reconcile creates (half a second of writes
+// at the shipped client QPS).
+const serviceCreatesPerSync = 50
 
 func (c *headlessServices) apply(ctx context.Context, st *state, replica int) error {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: apicommon.HeadlessServiceName(st.pcs.Name, replica), Namespace: st.pcs.Namespace}}

@@ -291,7 +291,12 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 	if current != nil {
 		progress.CurrentlyUpdating = []corev1alpha1.PodCliqueSetReplicaUpdateProgress{*current}
 	}
-	if current == nil && len(outdated) == 0 {
+	// The update ends once every replica is updated and every PodClique and scaling group
+	// reports it: the lists above are frozen when it ends, and a scaling group reports its
+	// members' hash one status write after they do.
+	reported := progress.UpdatedPodCliquesCount == progress.TotalPodCliquesCount &&
+		progress.UpdatedPodCliqueScalingGroupsCount == progress.TotalPodCliqueScalingGroupsCount
+	if current == nil && len(outdated) == 0 && reported {
 		progress.UpdateEndedAt = &now
 	}
 	return progress

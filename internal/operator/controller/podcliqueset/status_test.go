@@ -76,3 +76,38 @@ func TestUpdateProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateEndsOnceScalingGroupsReportIt: every replica's PodCliques are updated, but a
+// scaling group has not reported the new hash yet (its controller writes it one status write
+// later): the update goes on until it does, since the lists of updated objects freeze when it
+// ends. It failed before: the update ended listing one of the two scaling groups.
+func TestUpdateEndsOnceScalingGroupsReportIt(t *testing.T) {
+	started := metav1.NewTime(time.Now().Add(-time.Minute)).Rfc3339Copy()
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "pcs-uid"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 2, UpdateStrategy: &corev1alpha1.PodCliqueSetUpdateStrategy{Type: corev1alpha1.RollingRecreateStrategy},
+			Template: corev1alpha1.PodCliqueSetTemplateSpec{
+				Cliques:                      []*corev1alpha1.PodCliqueTemplateSpec{{Name: "w", Spec: corev1alpha1.PodCliqueSpec{Replicas: 1}}},
+				PodCliqueScalingGroupConfigs: []corev1alpha1.PodCliqueScalingGroupConfig{{Name: "g", CliqueNames: []string{"w"}}},
+			}}}
+	stored := pcs.DeepCopy()
+	stored.Status.CurrentGenerationHash = ptr.To("new")
+	stored.Status.UpdateProgress = &corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: started,
+		CurrentlyUpdating: []corev1alpha1.PodCliqueSetReplicaUpdateProgress{{ReplicaIndex: 1, UpdateStartedAt: started}}}
+	owned := metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "PodCliqueSet", Name: "p", UID: "pcs-uid", Controller: ptr.To(true)}}}
+	group := func(name string, hash *string) corev1alpha1.PodCliqueScalingGroup {
+		g := corev1alpha1.PodCliqueScalingGroup{ObjectMeta: *owned.DeepCopy()}
+		g.Name, g.Status.CurrentPodCliqueSetGenerationHash = name, hash
+		return g
+	}
+	done := func(int) replicaUpdate { return replicaUpdate{updated: true, available: true, settled: true} }
+
+	got := updateProgress(&state{pcs: pcs, stored: stored}, "new", done, nil,
+		[]corev1alpha1.PodCliqueScalingGroup{group("p-0-g", ptr.To("new")), group("p-1-g", ptr.To("old"))})
+	assert.Nil(t, got.UpdateEndedAt, "p-1-g has not reported the new hash")
+	assert.Equal(t, []string{"p-0-g"}, got.UpdatedPodCliqueScalingGroups)
+
+	got = updateProgress(&state{pcs: pcs, stored: stored}, "new", done, nil,
+		[]corev1alpha1.PodCliqueScalingGroup{group("p-0-g", ptr.To("new")), group("p-1-g", ptr.To("new"))})
+	assert.NotNil(t, got.UpdateEndedAt)
+	assert.Equal(t, []string{"p-0-g", "p-1-g"}, got.UpdatedPodCliqueScalingGroups)
+}
