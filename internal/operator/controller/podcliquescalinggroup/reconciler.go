@@ -117,23 +117,30 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 	for _, t := range targets {
 		want[t.Name()] = true
 	}
-	var errs []error
+	var unwanted []*corev1alpha1.PodClique
 	for _, m := range members {
 		if !want[m.Name] {
-			errs = append(errs, common.Delete(ctx, r.Client, m))
+			unwanted = append(unwanted, m)
 		}
 	}
-	for _, t := range targets {
+	// In slow-start batches, as the PodCliqueSet controller creates its own PodCliques: a
+	// group's members are independent of each other.
+	_, delErr := common.SlowStart(ctx, len(unwanted), func(ctx context.Context, i int) error {
+		return common.Delete(ctx, r.Client, unwanted[i])
+	})
+	_, err := common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
+		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: pcsg.Namespace}}
 		_, err := common.CreateOrPatch(ctx, r.Client, pclq, func() error {
 			common.MutatePodClique(pclq, t)
 			return controllerutil.SetControllerReference(pcsg, pclq, r.Client.Scheme())
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("PodClique %s: %w", t.Name(), err))
+			return fmt.Errorf("PodClique %s: %w", t.Name(), err)
 		}
-	}
-	return errors.Join(errs...)
+		return nil
+	})
+	return errors.Join(delErr, err)
 }
 
 func ptrOr(p *int32, def int32) int32 {

@@ -101,36 +101,43 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 		st.children.wrote(childScalingGroups)
 	}
 	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
+	type target struct{ replica, config int }
+	var targets []target
 	for i := range int(st.pcs.Spec.Replicas) {
 		for gi := range t.PodCliqueScalingGroupConfigs {
-			g := &t.PodCliqueScalingGroupConfigs[gi]
-			pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
-				Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
-			res, err := common.CreateOrPatch(ctx, c.r.Client, pcsg, func() error {
-				pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
-				for k, v := range g.Annotations {
-					if pcsg.Annotations == nil {
-						pcsg.Annotations = map[string]string{}
-					}
-					pcsg.Annotations[k] = v
-				}
-				if pcsg.ResourceVersion == "" {
-					pcsg.Spec.Replicas = corev1alpha1.ScalingGroupReplicas(g)
-				}
-				minAvailable := corev1alpha1.ScalingGroupMinAvailable(g)
-				pcsg.Spec.MinAvailable = &minAvailable
-				pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
-				return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
-			})
-			if res != controllerutil.OperationResultNone {
-				st.children.wrote(childScalingGroups)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("PodCliqueScalingGroup %s: %w", pcsg.Name, err))
-			}
+			targets = append(targets, target{i, gi})
 		}
 	}
-	return errors.Join(errs...)
+	// In slow-start batches, as the PodCliques: each group's create is independent.
+	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, n int) error {
+		i, g := targets[n].replica, &t.PodCliqueScalingGroupConfigs[targets[n].config]
+		pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
+			Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
+		res, err := common.CreateOrPatch(ctx, c.r.Client, pcsg, func() error {
+			pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
+			for k, v := range g.Annotations {
+				if pcsg.Annotations == nil {
+					pcsg.Annotations = map[string]string{}
+				}
+				pcsg.Annotations[k] = v
+			}
+			if pcsg.ResourceVersion == "" {
+				pcsg.Spec.Replicas = corev1alpha1.ScalingGroupReplicas(g)
+			}
+			minAvailable := corev1alpha1.ScalingGroupMinAvailable(g)
+			pcsg.Spec.MinAvailable = &minAvailable
+			pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
+			return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
+		})
+		if res != controllerutil.OperationResultNone {
+			st.children.wrote(childScalingGroups)
+		}
+		if err != nil {
+			return fmt.Errorf("PodCliqueScalingGroup %s: %w", pcsg.Name, err)
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
