@@ -29,7 +29,7 @@ import (
 // elasticWaits returns why the elastic member pod of gang key may not be placed now ("" when
 // it may): a waiting quorum of the same or a higher priority that could use the room.
 func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
-	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, nil) {
+	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, false) {
 		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
@@ -96,8 +96,7 @@ const aheadChecked = 4
 func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
 	prio := corev1helpers.PodPriority(pod)
 	checked := 0
-	ahead := func(k string, priority int32) bool { return priority > prio || p.queuedBefore(k, key) }
-	for _, w := range p.gangs.WaitingQuorums(prio, key, ahead) {
+	for _, w := range p.gangs.WaitingQuorums(prio, key, true) {
 		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.
@@ -124,16 +123,7 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 func (p *Plugin) queuedBefore(a, b string) bool {
 	na, ga := splitKey(a)
 	nb, gb := splitKey(b)
-	qa, qb := p.gangs.QueueTime(na, ga), p.gangs.QueueTime(nb, gb)
-	switch {
-	case qa.At.IsZero() || qb.At.IsZero():
-		return false
-	case !qa.At.Equal(qb.At):
-		return qa.At.Before(qb.At)
-	case !qa.Arrival.Equal(qb.Arrival):
-		return !qa.Arrival.IsZero() && (qb.Arrival.IsZero() || qa.Arrival.Before(qb.Arrival))
-	}
-	return a < b
+	return gangcache.Before(a, p.gangs.QueueTime(na, ga), b, p.gangs.QueueTime(nb, gb))
 }
 
 // fitsDomains reports whether the gang's remaining quorum fits its required domains, on the

@@ -326,15 +326,24 @@ func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) 
 		}
 		return out
 	}
-	got := c.WaitingQuorums(10, "ns/placed", nil)
+	got := c.WaitingQuorums(10, "ns/placed", false)
 	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(got),
 		"highest priority first; not a gang with its quorum missing, placed, assumed or of a lower priority")
 	assert.Equal(t, int32(100), got[0].Priority)
 	assert.Contains(t, []string{"w1", "w2"}, got[1].Pod.Name, "a member without a node stands for the gang")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", nil)), "never the asking gang itself")
-	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "", nil)))
-	assert.Equal(t, []string{"ns/urgent", "ns/low"}, keys(c.WaitingQuorums(0, "", func(key string, _ int32) bool { return key != "ns/waits" })),
-		"keep filters by key before the gang is read")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(0, "", func(_ string, prio int32) bool { return prio > 50 })),
-		"keep sees each gang's priority")
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", false)), "never the asking gang itself")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "", false)))
+
+	// Ahead of a gang: a higher priority, or its priority and queued before it.
+	at := time.Unix(1000, 0)
+	c.SetQueueTime("ns/waits", at, false)
+	c.SetQueueTime("ns/low", at.Add(time.Second), false)
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", true)), "urgent outranks waits; low is below prio")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(1, "ns/low", true)),
+		"waits outranks low; urgent too")
+	c.SetQueueTime("ns/later", at.Add(2*time.Second), false)
+	gangOf("later", 1)
+	c.UpsertPod(member("later", "x1", 10))
+	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(10, "ns/later", true)), "waits queued before later, at the same priority")
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", true)), "later queued after waits is not ahead of it")
 }
