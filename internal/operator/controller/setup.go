@@ -84,36 +84,22 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		}
 		return o
 	}
-	clientFor := func(name string) (client.Client, error) {
-		if opts.ClientFor == nil {
-			return mgr.GetClient(), nil
+	// One client per writer (its name is the client's user agent).
+	writers := []string{podcliqueset.ControllerName, podcliqueset.GangWriterName, podcliquescalinggroup.ControllerName,
+		podclique.ControllerName, podclique.GateControllerName, podclique.StatusWriterName}
+	clients := make(map[string]client.Client, len(writers))
+	for _, name := range writers {
+		clients[name] = mgr.GetClient()
+		if opts.ClientFor != nil {
+			c, err := opts.ClientFor(name)
+			if err != nil {
+				return err
+			}
+			clients[name] = c
 		}
-		return opts.ClientFor(name)
 	}
-	pcsClient, err := clientFor(podcliqueset.ControllerName)
-	if err != nil {
-		return err
-	}
-	pcsgClient, err := clientFor(podcliquescalinggroup.ControllerName)
-	if err != nil {
-		return err
-	}
-	pclqClient, err := clientFor(podclique.ControllerName)
-	if err != nil {
-		return err
-	}
-	gateClient, err := clientFor(podclique.GateControllerName)
-	if err != nil {
-		return err
-	}
-	pclqStatusClient, err := clientFor(podclique.StatusWriterName)
-	if err != nil {
-		return err
-	}
-	gangClient, err := clientFor(podcliqueset.GangWriterName)
-	if err != nil {
-		return err
-	}
+	pcsClient, gangClient, pcsgClient := clients[podcliqueset.ControllerName], clients[podcliqueset.GangWriterName], clients[podcliquescalinggroup.ControllerName]
+	pclqClient, gateClient, pclqStatusClient := clients[podclique.ControllerName], clients[podclique.GateControllerName], clients[podclique.StatusWriterName]
 	c := cfg.Controllers
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
