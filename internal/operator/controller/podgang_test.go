@@ -3,6 +3,7 @@ package controller_test
 import (
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -133,3 +136,60 @@ func TestPodGangInitializedOnlyOnceEveryPodExists(t *testing.T) {
 }
 
 func ptrInt32(v int32) *int32 { return &v }
+
+// TestPodGangIsCreatedWithItsPods: when a gang's pods are created together, its PodGang is
+// written once, complete — its first version (as a watch sees it) lists every pod — and its
+// Initialized condition is never False. It failed before: the PodGang was created empty with
+// Initialized=False and patched as its pods appeared.
+func TestPodGangIsCreatedWithItsPods(t *testing.T) {
+	e := newEnv(t)
+	wc, err := client.NewWithWatch(cluster.Shared.Config, client.Options{Scheme: e.c.Scheme()})
+	require.NoError(t, err)
+	w, err := wc.Watch(e.ctx, &schedv1alpha1.PodGangList{}, client.InNamespace(e.ns))
+	require.NoError(t, err)
+	defer w.Stop()
+	var (
+		mu        sync.Mutex
+		firstRefs = map[string]int{}
+		sawTrue   = map[string]bool{}
+		sawFalse  []string
+	)
+	go func() {
+		for ev := range w.ResultChan() {
+			pg, ok := ev.Object.(*schedv1alpha1.PodGang)
+			if !ok {
+				continue
+			}
+			mu.Lock()
+			if ev.Type == watch.Added {
+				firstRefs[pg.Name] = len(refNames(pg.Spec.PodGroups[0]))
+			}
+			if c := condition(pg.Status.Conditions, schedv1alpha1.PodGangConditionInitialized); c != nil {
+				if c.Status == metav1.ConditionFalse {
+					sawFalse = append(sawFalse, pg.Name)
+				}
+				sawTrue[pg.Name] = sawTrue[pg.Name] || c.Status == metav1.ConditionTrue
+			}
+			mu.Unlock()
+		}
+	}()
+
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "together"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 3, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("workers", 4)}}}}
+	e.create(pcs)
+	names := []string{"together-0", "together-1", "together-2"}
+	e.eventually(func(c *assert.CollectT) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, name := range names {
+			assert.True(c, sawTrue[name], "%s: the watch saw it Initialized", name)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range names {
+		assert.Equal(t, 4, firstRefs[name], "%s: its first version lists all its pods", name)
+	}
+	assert.Empty(t, sawFalse, "no PodGang was ever Initialized=False")
+}
