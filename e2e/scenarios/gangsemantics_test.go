@@ -111,7 +111,7 @@ func TestQuorumsBeforeElasticPods(t *testing.T) {
 
 // Quorums before elastic pods across PodCliqueSet replicas: two replicas of WL2, both scaling
 // groups scaled to 3 before the cluster has any node; 6 nodes hold both base quorums (3 + 3),
-// not one base gang with its elastic pods.
+// not one base gang with its elastic pods or its scaled gangs (upstream's GS-12).
 func TestBaseQuorumsOfEveryReplicaBeforeElasticPods(t *testing.T) {
 	env, w, ns := nodesEnv(t, framework.Options{}, 0, oneCPUNode)
 	ctx := context.Background()
@@ -125,6 +125,16 @@ func TestBaseQuorumsOfEveryReplicaBeforeElasticPods(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(podsOf(t, env, ns, "two")) == 28 }, 2*time.Minute, 250*time.Millisecond)
 	base0, base1 := common.BasePodGangName("two", 0), common.BasePodGangName("two", 1)
+	// Upstream's GS-12 has every pod pending before the first node: both base quorums are in the
+	// scheduling queue (their PodGangs exist, their pods ungated) when room appears.
+	require.Eventually(t, func() bool {
+		for _, p := range podsOf(t, env, ns, "two") {
+			if g := p.Labels[common.LabelPodGang]; (g == base0 || g == base1) && len(p.Spec.SchedulingGates) > 0 {
+				return false
+			}
+		}
+		return podGang(env, ns, base0).Name != "" && podGang(env, ns, base1).Name != ""
+	}, 2*time.Minute, 250*time.Millisecond)
 
 	createNodes(t, env, "first", 6, oneCPUNode, nil)
 	expectBound(t, env, ns, "two", "6 nodes", map[string]int{base0: 3, base1: 3})

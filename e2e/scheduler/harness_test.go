@@ -300,6 +300,7 @@ type gang struct {
 	configs     []v1alpha1.TopologyConstraintGroupConfig
 	shared      *v1alpha1.SharedTopologyConstraint
 	annotations map[string]string
+	labels      map[string]string
 }
 
 func (e *env) memberPod(g gang, gr group, i int32) *v1.Pod {
@@ -325,7 +326,7 @@ func (e *env) memberPod(g gang, gr group, i int32) *v1.Pod {
 func (e *env) createGang(g gang) {
 	e.t.Helper()
 	pg := &v1alpha1.PodGang{
-		ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: e.ns, Annotations: g.annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: e.ns, Annotations: g.annotations, Labels: g.labels},
 		Spec:       v1alpha1.PodGangSpec{TopologyConstraint: g.constraint, TopologyConstraintGroupConfigs: g.configs, SharedTopologyConstraint: g.shared},
 	}
 	mins := map[string]int32{}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
 )
 
 // settle is how long a count must hold once reached.
@@ -101,4 +103,41 @@ func TestQuorumsNotYetAttemptedHoldElasticPodsBack(t *testing.T) {
 	}
 	e.addNodes(nodes...)
 	e.boundCounts(map[string]int{"first": 6, "second": 6})
+}
+
+// Base quorums before scale-out (upstream's GS-10 and GS-12): replica 0 of a PodCliqueSet is
+// placed; replica 1's base gang (3 pods) waits, and replica 0's scaled gang (2 pods) appears
+// once room for it, but not for the base gang, is free. The scaled gang leaves that room to the
+// base gang; once the base gang has its nodes, it gets the next ones. A scaled gang of another
+// PodCliqueSet does not wait for this one's base gang.
+func TestScaledGangsWaitForTheirPodCliqueSetsBaseQuorums(t *testing.T) {
+	e := newEnv(t, envOptions{reservationDelay: time.Hour})
+	partOf := func(pcs, base string) map[string]string {
+		l := map[string]string{common.LabelPartOfKey: pcs}
+		if base != "" {
+			l[common.LabelBasePodGang] = base
+		}
+		return l
+	}
+	e.addNodes(node{name: "n1", cpu: "1"}, node{name: "n2", cpu: "1"}, node{name: "n3", cpu: "1"})
+	e.createGang(gang{name: "pcs-0", labels: partOf("pcs", ""), groups: workers(3, "1")})
+	e.boundCounts(map[string]int{"pcs-0": 3})
+	e.createGang(gang{name: "pcs-1", labels: partOf("pcs", ""), groups: workers(3, "1")})
+	e.addNodes(node{name: "n4", cpu: "1"}, node{name: "n5", cpu: "1"})
+	e.waitScheduledCondition("pcs-1", metav1.ConditionFalse, "the PodGang needs 3 pods of 1 CPU")
+
+	// Two free nodes: the scaled gang would fit them, the base gang not yet.
+	e.createGang(gang{name: "pcs-0-sg-0", labels: partOf("pcs", "pcs-0"), groups: workers(2, "1")})
+	e.boundCounts(map[string]int{"pcs-0": 3, "pcs-1": 0, "pcs-0-sg-0": 0})
+	e.addNodes(node{name: "n6", cpu: "1"})
+	e.boundCounts(map[string]int{"pcs-0": 3, "pcs-1": 3, "pcs-0-sg-0": 0})
+	e.addNodes(node{name: "n7", cpu: "1"}, node{name: "n8", cpu: "1"})
+	e.boundCounts(map[string]int{"pcs-0": 3, "pcs-1": 3, "pcs-0-sg-0": 2})
+
+	// Another PodCliqueSet's scale-out is not held back by this one's waiting base gang.
+	e.createGang(gang{name: "pcs-2", labels: partOf("pcs", ""), groups: workers(3, "1")})
+	e.addNodes(node{name: "n9", cpu: "1"})
+	e.waitScheduledCondition("pcs-2", metav1.ConditionFalse, "the PodGang needs 3 pods of 1 CPU")
+	e.createGang(gang{name: "other-0-sg-0", labels: partOf("other", "other-0"), groups: workers(1, "1")})
+	e.boundCounts(map[string]int{"pcs-0": 3, "pcs-1": 3, "pcs-0-sg-0": 2, "pcs-2": 0, "other-0-sg-0": 1})
 }

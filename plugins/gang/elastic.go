@@ -8,6 +8,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
@@ -79,6 +80,35 @@ func (p *Plugin) heldAtPreEnqueue(pod *v1.Pod) string {
 		if st := pl.PreEnqueue(p.ctx, pod); !st.IsSuccess() {
 			return fmt.Sprintf("%s: %s", pl.Name(), st.Message())
 		}
+	}
+	return ""
+}
+
+// Base quorums before scale-out. A scaled PodGang (a scaling-group replica beyond the group's
+// minAvailable, labelled with its base PodGang) is the PodCliqueSet replica's extra capacity: it
+// waits while the base PodGang of another replica of the same PodCliqueSet, of the same or a
+// higher priority, waits for its quorum and could use the room (as quorumWaits judges for
+// elastic pods). Without this, the scaled gangs of a replica placed first, ungated once their
+// base gang was, take room that arrives node by node while the next replica's base gang sits
+// out a back-off, and that replica gets nothing (upstream's GS-10 and GS-12: every replica's
+// minimum before any replica's scale-out). Base gangs never wait on scaled ones, so the order
+// cannot go round in a circle.
+
+// scaleOutWaits returns why gang key, a scaled PodGang starting an attempt, waits for a base
+// quorum of its PodCliqueSet ("" when it does not).
+func (p *Plugin) scaleOutWaits(pod *v1.Pod, key string, g gangcache.Gang, nodeInfos []fwk.NodeInfo) string {
+	labels := g.PodGang.Labels
+	if labels[common.LabelBasePodGang] == "" || labels[common.LabelPartOfKey] == "" {
+		return ""
+	}
+	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, false) {
+		wl := w.Gang.PodGang.Labels
+		if wl[common.LabelBasePodGang] != "" || wl[common.LabelPartOfKey] != labels[common.LabelPartOfKey] ||
+			w.Gang.PodGang.Namespace != g.PodGang.Namespace || !p.quorumWaits(w, nodeInfos) {
+			continue
+		}
+		return fmt.Sprintf("PodGang %s scales its replica out; it waits while base PodGang %s of the same PodCliqueSet, of the same or a higher priority, waits for its quorum: %s",
+			key, w.Key, w.Gang.Quorum.Progress())
 	}
 	return ""
 }

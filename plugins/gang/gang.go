@@ -253,7 +253,11 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		}
 	case ledger.Proceed:
 		if v.FirstOfAttempt {
-			if why := p.quorumAheadFits(pod, key, nodeInfos); why != "" {
+			why := p.scaleOutWaits(pod, key, g, nodeInfos)
+			if why == "" {
+				why = p.quorumAheadFits(pod, key, nodeInfos)
+			}
+			if why != "" {
 				p.gangs.AddElastic(key)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 			}

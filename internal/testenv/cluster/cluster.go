@@ -423,7 +423,7 @@ func (c *Cluster) Stop() error {
 	for _, p := range c.processes() {
 		errs = append(errs, p.stop(5*time.Second))
 	}
-	if c.tempDir {
+	if c.tempDir && os.Getenv("GROVE_KEEP_CLUSTER_DIR") == "" {
 		errs = append(errs, os.RemoveAll(c.Dir))
 	}
 	return errors.Join(errs...)
