@@ -286,18 +286,26 @@ func (r *Reconciler) podsListedInGang(ctx context.Context, namespace, gangName, 
 }
 
 // baseGangScheduled reports whether every group of the base PodGang has at least minReplicas
-// pods scheduled.
+// pods with a node. The pods are counted, not their PodCliques' scheduledReplicas: that status
+// comes later, through each PodClique's status writer, and at hundreds of replicas waiting for
+// it held the scaled gangs' gates well after their base gangs were placed.
 func (r *Reconciler) baseGangScheduled(ctx context.Context, namespace, base string) (bool, error) {
 	pg := &schedv1alpha1.PodGang{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: base}, pg); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	for _, g := range pg.Spec.PodGroups {
-		member := &corev1alpha1.PodClique{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: g.Name}, member); err != nil {
-			return false, client.IgnoreNotFound(err)
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{apicommon.LabelPodGang: base}); err != nil {
+		return false, err
+	}
+	scheduled := map[string]int32{}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Spec.NodeName != "" && common.IsActive(p) {
+			scheduled[p.Labels[apicommon.LabelPodClique]]++
 		}
-		if member.Status.ScheduledReplicas < g.MinReplicas {
+	}
+	for _, g := range pg.Spec.PodGroups {
+		if scheduled[g.Name] < g.MinReplicas {
 			return false, nil
 		}
 	}

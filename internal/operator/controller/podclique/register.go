@@ -58,8 +58,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&schedv1alpha1.PodGang{}, handler.EnqueueRequestsFromMapFunc(podGangToPodCliques),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1alpha1.PodClique{}, handler.EnqueueRequestsFromMapFunc(r.scaledGangCliques),
-			builder.WithPredicates(scheduledReplicasChanged{})).
 		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.standaloneCliques),
 			builder.WithPredicates(common.ReplicaBeingUpdatedChanged{})).
 		Complete(r)
@@ -98,9 +96,15 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 				q.Add(req)
 			}
 		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			if req, ok := owner(e.ObjectNew); ok {
 				q.Add(req)
+			}
+			if boundNow(e.ObjectOld, e.ObjectNew) {
+				// A base-gang pod got its node: the scaled gangs waiting for it may be ungated.
+				for _, req := range r.scaledGangCliques(ctx, e.ObjectNew) {
+					q.Add(req)
+				}
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
@@ -124,8 +128,8 @@ func podGangToPodCliques(_ context.Context, obj client.Object) []reconcile.Reque
 	return reqs
 }
 
-// scaledGangCliques maps a base-gang PodClique to the PodCliques of scaled gangs that wait
-// for its base gang.
+// scaledGangCliques maps a pod of a base PodGang to the PodCliques of scaled gangs that wait
+// for that base gang.
 func (r *Reconciler) scaledGangCliques(ctx context.Context, obj client.Object) []reconcile.Request {
 	gang := obj.GetLabels()[apicommon.LabelPodGang]
 	if gang == "" || obj.GetLabels()[apicommon.LabelBasePodGang] != "" {
@@ -144,16 +148,9 @@ func (r *Reconciler) scaledGangCliques(ctx context.Context, obj client.Object) [
 	return reqs
 }
 
-// scheduledReplicasChanged passes PodClique updates that change status.scheduledReplicas.
-type scheduledReplicasChanged struct {
-	predicate.Funcs
-}
-
-func (scheduledReplicasChanged) Create(event.CreateEvent) bool   { return false }
-func (scheduledReplicasChanged) Delete(event.DeleteEvent) bool   { return false }
-func (scheduledReplicasChanged) Generic(event.GenericEvent) bool { return false }
-func (scheduledReplicasChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*corev1alpha1.PodClique)
-	n, ok2 := e.ObjectNew.(*corev1alpha1.PodClique)
-	return ok1 && ok2 && o.Status.ScheduledReplicas != n.Status.ScheduledReplicas
+// boundNow reports whether the pod update is its binding to a node.
+func boundNow(oldObj, newObj client.Object) bool {
+	o, ok1 := oldObj.(*corev1.Pod)
+	n, ok2 := newObj.(*corev1.Pod)
+	return ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != ""
 }
