@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
@@ -30,7 +31,7 @@ import (
 // elasticWaits returns why the elastic member pod of gang key may not be placed now ("" when
 // it may): a waiting quorum of the same or a higher priority that could use the room.
 func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
-	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, false) {
+	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, gangcache.Only{}) {
 		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
@@ -101,10 +102,12 @@ func (p *Plugin) scaleOutWaits(pod *v1.Pod, key string, g gangcache.Gang, nodeIn
 	if labels[common.LabelBasePodGang] == "" || labels[common.LabelPartOfKey] == "" {
 		return ""
 	}
-	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, false) {
-		wl := w.Gang.PodGang.Labels
-		if wl[common.LabelBasePodGang] != "" || wl[common.LabelPartOfKey] != labels[common.LabelPartOfKey] ||
-			w.Gang.PodGang.Namespace != g.PodGang.Namespace || !p.quorumWaits(w, nodeInfos) {
+	baseOfThisPCS := func(pg *v1alpha1.PodGang) bool {
+		return pg.Namespace == g.PodGang.Namespace && pg.Labels[common.LabelBasePodGang] == "" &&
+			pg.Labels[common.LabelPartOfKey] == labels[common.LabelPartOfKey]
+	}
+	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, gangcache.Only{Gang: baseOfThisPCS}) {
+		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
 		return fmt.Sprintf("PodGang %s scales its replica out; it waits while base PodGang %s of the same PodCliqueSet, of the same or a higher priority, waits for its quorum: %s",
@@ -126,7 +129,7 @@ const aheadChecked = 4
 func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
 	prio := corev1helpers.PodPriority(pod)
 	checked := 0
-	for _, w := range p.gangs.WaitingQuorums(prio, key, true) {
+	for _, w := range p.gangs.WaitingQuorums(prio, key, gangcache.Only{Ahead: true}) {
 		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.

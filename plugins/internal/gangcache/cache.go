@@ -794,14 +794,24 @@ type Waiting struct {
 	Pod  *v1.Pod
 }
 
+// Only narrows WaitingQuorums. Its zero value passes every waiting gang.
+type Only struct {
+	// Ahead keeps only the gangs that sort before the asking one in the queue (a higher
+	// priority, or its priority and queued before it): a gang that starts an attempt asks only
+	// about the few gangs ahead of it, and with thousands of gangs waiting, reading every one's
+	// members at every attempt cost quadratic time (a tenth of the scheduler's CPU with 1875
+	// gangs of 8 on 5000 nodes), so those that cannot be ahead are passed over on their queue
+	// time and highest member priority alone.
+	Ahead bool
+	// Gang, when set, keeps only the PodGangs it accepts; it is asked before their members are
+	// read.
+	Gang func(*v1alpha1.PodGang) bool
+}
+
 // WaitingQuorums lists the gangs other than except, of priority prio or higher, that wait for
-// their quorum: highest priority first, then by key. With aheadOnly, only those that sort
-// before except in the queue (a higher priority, or prio and queued before it): a gang that
-// starts an attempt asks only about the few gangs ahead of it, and with thousands of gangs
-// waiting, reading every one's members at every attempt cost quadratic time (a tenth of the
-// scheduler's CPU with 1875 gangs of 8 on 5000 nodes), so those that cannot be ahead are
-// passed over on their queue time and highest member priority alone.
-func (c *Cache) WaitingQuorums(prio int32, except string, aheadOnly bool) []Waiting {
+// their quorum and pass only: highest priority first, then by key.
+func (c *Cache) WaitingQuorums(prio int32, except string, only Only) []Waiting {
+	aheadOnly := only.Ahead
 	c.mu.RLock()
 	var keys []string
 	var pods []*v1.Pod
@@ -810,7 +820,8 @@ func (c *Cache) WaitingQuorums(prio int32, except string, aheadOnly bool) []Wait
 		exceptQueue = e.queue
 	}
 	for key, e := range c.gangs {
-		if key == except || e.podGang == nil || !e.quorumPresent || e.topPriority < prio {
+		if key == except || e.podGang == nil || !e.quorumPresent || e.topPriority < prio ||
+			only.Gang != nil && !only.Gang(e.podGang) {
 			continue
 		}
 		queuedAhead := aheadOnly && Before(key, e.queue, except, exceptQueue)

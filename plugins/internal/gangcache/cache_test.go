@@ -326,24 +326,26 @@ func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) 
 		}
 		return out
 	}
-	got := c.WaitingQuorums(10, "ns/placed", false)
+	got := c.WaitingQuorums(10, "ns/placed", Only{})
 	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(got),
 		"highest priority first; not a gang with its quorum missing, placed, assumed or of a lower priority")
 	assert.Equal(t, int32(100), got[0].Priority)
 	assert.Contains(t, []string{"w1", "w2"}, got[1].Pod.Name, "a member without a node stands for the gang")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", false)), "never the asking gang itself")
-	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "", false)))
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{})), "never the asking gang itself")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "", Only{})))
+	assert.Equal(t, []string{"ns/waits"}, keys(c.WaitingQuorums(0, "", Only{Gang: func(pg *v1alpha1.PodGang) bool { return pg.Name == "waits" }})),
+		"only the PodGangs Gang accepts")
 
 	// Ahead of a gang: a higher priority, or its priority and queued before it.
 	at := time.Unix(1000, 0)
 	c.SetQueueTime("ns/waits", at, false)
 	c.SetQueueTime("ns/low", at.Add(time.Second), false)
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", true)), "urgent outranks waits; low is below prio")
-	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(1, "ns/low", true)),
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{Ahead: true})), "urgent outranks waits; low is below prio")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(1, "ns/low", Only{Ahead: true})),
 		"waits outranks low; urgent too")
 	c.SetQueueTime("ns/later", at.Add(2*time.Second), false)
 	gangOf("later", 1)
 	c.UpsertPod(member("later", "x1", 10))
-	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(10, "ns/later", true)), "waits queued before later, at the same priority")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", true)), "later queued after waits is not ahead of it")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(10, "ns/later", Only{Ahead: true})), "waits queued before later, at the same priority")
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{Ahead: true})), "later queued after waits is not ahead of it")
 }

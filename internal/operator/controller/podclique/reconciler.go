@@ -3,6 +3,7 @@
 package podclique
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -250,17 +251,11 @@ func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodCliq
 }
 
 func (r *Reconciler) statusClient() client.Client {
-	if r.StatusClient != nil {
-		return r.StatusClient
-	}
-	return r.Client
+	return cmp.Or(r.StatusClient, r.Client) // the manager's client when no writer has its own
 }
 
 func (r *Reconciler) gateClient() client.Client {
-	if r.GateClient != nil {
-		return r.GateClient
-	}
-	return r.Client
+	return cmp.Or(r.GateClient, r.Client) // the manager's client when no writer has its own
 }
 
 // podsListedInGang is the set of pod names the PodGang's group for this PodClique references.

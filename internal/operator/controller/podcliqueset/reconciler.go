@@ -5,6 +5,7 @@
 package podcliqueset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -200,10 +201,7 @@ func (r *Reconciler) resolveTopology(ctx context.Context, st *state) error {
 }
 
 func (r *Reconciler) gangClient() client.Client {
-	if r.GangClient != nil {
-		return r.GangClient
-	}
-	return r.Client
+	return cmp.Or(r.GangClient, r.Client) // the manager's client when no writer has its own
 }
 
 func (r *Reconciler) forgetPodGang(uid types.UID) { r.syncedPodGangs.Delete(uid) }
