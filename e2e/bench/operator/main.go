@@ -55,8 +55,8 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "results/operator", "directory of results.json and RESULTS.md (relative to the module root)")
-	scratch := flag.String("scratch", "results/tmp/operator", "directory of the CPU profile (relative to the module root)")
+	out := flag.String("out", "results/operator", "directory of results.json and RESULTS.md (a relative path is under the module root)")
+	scratch := flag.String("scratch", "results/tmp/operator", "directory of the CPU profile (a relative path is under the module root)")
 	command := flag.String("command", "make bench-operator", "the command recorded in RESULTS.md")
 	flag.Parse()
 	scale, ok := scales[cmp.Or(os.Getenv("BENCH_OPERATOR_SCALE"), "full")]
@@ -88,12 +88,20 @@ type bench struct {
 	scratch   string
 }
 
+// underRoot is path, relative to the module root unless it is absolute.
+func underRoot(root, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(root, path)
+}
+
 func run(ctx context.Context, scale Scale, outDir, scratch, command string) error {
 	root, err := cluster.ModuleRoot()
 	if err != nil {
 		return err
 	}
-	outDir, scratch = filepath.Join(root, outDir), filepath.Join(root, scratch)
+	outDir, scratch = underRoot(root, outDir), underRoot(root, scratch)
 	for _, d := range []string{outDir, scratch} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -281,6 +289,8 @@ type Result struct {
 	ByResourceVerb   map[string]int `json:"byResourceVerb,omitempty"`
 	Start            time.Time      `json:"start"`
 	End              time.Time      `json:"end"`
+	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
+	Timeline []string `json:"timeline,omitempty"`
 }
 
 func (b *bench) measure(ctx context.Context, name, kind string, pods int, milestones []string, e expectation, timeout time.Duration, change func(context.Context) error) error {
@@ -291,7 +301,7 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 	fmt.Printf(">> %s (%d pods)\n", name, pods)
 	errc := make(chan error, 1)
 	go func() { errc <- change(ctx) }()
-	got, err := track(ctx, b.cache, e, milestones, r.Start, timeout)
+	got, err := track(ctx, b.cache, e, milestones, r.Start, timeout, &r.Timeline)
 	if cerr := <-errc; cerr != nil && err == nil {
 		err = cerr
 	}
@@ -308,6 +318,11 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 		}
 	}
 	fmt.Printf("   %s\n", strings.Join(line, ", "))
+	if os.Getenv("BENCH_OPERATOR_TIMELINE") != "" {
+		for _, sample := range r.Timeline {
+			fmt.Printf("     %s\n", sample)
+		}
+	}
 	if err != nil {
 		r.Error = err.Error()
 		fmt.Printf("   error: %v\n", err)
@@ -617,7 +632,7 @@ func (b *bench) cleanPods(ctx context.Context, ns string) error {
 	if err := b.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	_, err := track(ctx, b.cache, expectation{ns: ns, want: 0, shrink: true}, []string{MGone}, time.Now(), 2*time.Minute)
+	_, err := track(ctx, b.cache, expectation{ns: ns, want: 0, shrink: true}, []string{MGone}, time.Now(), 2*time.Minute, nil)
 	return err
 }
 

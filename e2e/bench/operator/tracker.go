@@ -135,9 +135,11 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 }
 
 // track polls the cache every 50ms from start until every milestone is reached or timeout,
-// and returns each milestone's time since start (missing when not reached).
-func track(ctx context.Context, c client.Reader, e expectation, milestones []string, start time.Time, timeout time.Duration) (map[string]time.Duration, error) {
+// and returns each milestone's time since start (missing when not reached). Once a second it
+// adds the progress counts to timeline, which shows where a workload waited.
+func track(ctx context.Context, c client.Reader, e expectation, milestones []string, start time.Time, timeout time.Duration, timeline *[]string) (map[string]time.Duration, error) {
 	got := map[string]time.Duration{}
+	nextSample := time.Duration(0)
 	deadline := start.Add(timeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -148,6 +150,10 @@ func track(ctx context.Context, c client.Reader, e expectation, milestones []str
 			return got, err
 		}
 		now := time.Since(start)
+		if timeline != nil && now >= nextSample {
+			*timeline = append(*timeline, fmt.Sprintf("%5.1fs %s", now.Seconds(), progress))
+			nextSample += time.Second
+		}
 		for _, m := range milestones {
 			if _, done := got[m]; !done && reached[m] {
 				got[m] = now

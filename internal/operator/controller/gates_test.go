@@ -1,13 +1,21 @@
 package controller_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
@@ -78,6 +86,72 @@ func TestSchedulingGatesOpenInGangOrder(t *testing.T) {
 			for _, p := range pods {
 				assert.False(c, gated(&p), "scaled gang pod %s once the base gang is scheduled", p.Name)
 			}
+		}
+	})
+}
+
+// heldCreates is a writer's client whose pod creations for one PodClique wait until released,
+// the way creations wait on a saturated client-side rate limiter.
+type heldCreates struct {
+	client.Client
+	pclq    string
+	release chan struct{}
+	held    chan struct{} // closed when the first creation is held
+	once    sync.Once
+}
+
+func (h *heldCreates) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if _, isPod := obj.(*corev1.Pod); isPod && obj.GetLabels()[apicommon.LabelPodClique] == h.pclq {
+		h.once.Do(func() { close(h.held) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Client.Create(ctx, obj, opts...)
+}
+
+// TestGatesOpenWhileOtherCliquesAreStillCreatingPods: a gang whose pods exist and are listed is
+// ungated even while the PodClique controller's every worker is busy creating other cliques'
+// pods. Its one worker is held in replica 1's pod creation here; before the gates had a
+// controller of their own, replica 0's gate waited in the same queue until that creation ended.
+func TestGatesOpenWhileOtherCliquesAreStillCreatingPods(t *testing.T) {
+	e := newNamespace(t)
+	hold := &heldCreates{pclq: "busy-1-w", release: make(chan struct{}), held: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(hold.release) }) }
+	t.Cleanup(release)
+	e.writers = map[string]func(client.Client) client.Client{podclique.ControllerName: func(c client.Client) client.Client {
+		hold.Client = c
+		return hold
+	}}
+	e.startOperator(withConfig(func(cfg *configv1alpha1.OperatorConfiguration) {
+		cfg.Controllers.PodClique.ConcurrentSyncs = ptr.To(1)
+	}))
+	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "busy"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 2, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("w", 1)}}}})
+
+	select {
+	case <-hold.held:
+	case <-time.After(waitFor):
+		t.Fatal("replica 1's pod creation never started")
+	}
+	e.eventually(func(c *assert.CollectT) {
+		pods := e.pods("busy-0-w")
+		if assert.Len(c, pods, 1) {
+			assert.Equal(c, podNames(pods), refNames(e.podGang(c, "busy-0").Spec.PodGroups[0]), "the gang lists its pod")
+			assert.False(c, gated(&pods[0]), "replica 0's pod is ungated while replica 1's creation is held")
+		}
+	})
+	assert.Empty(t, e.pods("busy-1-w"), "replica 1's creation was still held")
+
+	release()
+	e.eventually(func(c *assert.CollectT) {
+		pods := e.pods("busy-1-w")
+		if assert.Len(c, pods, 1) {
+			assert.False(c, gated(&pods[0]), "replica 1's pod once created and listed")
 		}
 	})
 }

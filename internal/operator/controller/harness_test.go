@@ -70,6 +70,9 @@ type env struct {
 	ns  string
 	// cluster is the control plane the test runs on (cluster.Shared unless it needs its own).
 	cluster *cluster.Cluster
+	// writers wraps the client of a writer (by its name, e.g. podclique.ControllerName) before
+	// startOperator hands it over; the others write through the manager's client.
+	writers map[string]func(client.Client) client.Client
 }
 
 // operatorConfig is the defaulted configuration tests start from: topology-aware scheduling
@@ -160,7 +163,16 @@ func (e *env) startOperator(opts ...envOption) {
 	registry, err := backend.NewRegistry(cfg.Scheduler, backends)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	require.NoError(t, controller.SetupWithManager(ctx, mgr, cfg, registry, controller.Options{SkipNameValidation: true}))
+	setup := controller.Options{SkipNameValidation: true}
+	if len(e.writers) > 0 {
+		setup.ClientFor = func(name string) (client.Client, error) {
+			if wrap, ok := e.writers[name]; ok {
+				return wrap(mgr.GetClient()), nil
+			}
+			return mgr.GetClient(), nil
+		}
+	}
+	require.NoError(t, controller.SetupWithManager(ctx, mgr, cfg, registry, setup))
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {

@@ -21,7 +21,6 @@ import (
 	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
@@ -116,7 +115,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, pclq *corev1alpha1.Pod
 }
 
 // syncPods creates or deletes pods until spec.replicas are live, counting pods the cache does
-// not show yet through the expectations, then removes the gates of pods whose gang is ready.
+// not show yet through the expectations. Their gates are the gate lifter's (gates.go).
 func (r *Reconciler) syncPods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
 	live := make(map[types.UID]bool, len(pods))
 	var active []*corev1.Pod
@@ -141,11 +140,9 @@ func (r *Reconciler) syncPods(ctx context.Context, key string, pclq *corev1alpha
 	case len(pending.Creations) == 0 && len(pending.Deletions) == 0:
 		// Pods are only replaced for an update once the clique has all its pods and nothing of
 		// an earlier step is in flight.
-		if err := r.replaceOutdatedPods(ctx, key, pclq, active); err != nil {
-			return err
-		}
+		return r.replaceOutdatedPods(ctx, key, pclq, active)
 	}
-	return r.removeGates(ctx, pclq, active)
+	return nil
 }
 
 func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, pending expectations.Pending, n int) error {
@@ -216,93 +213,6 @@ func (r *Reconciler) deletePods(ctx context.Context, key string, pclq *corev1alp
 	return err
 }
 
-// removeGates ungates the pods its PodGang lists. Pods of a scaled PodGang also wait until
-// every group of the base PodGang has minReplicas pods scheduled, so the base gang is placed
-// first.
-func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodClique, active []*corev1.Pod) error {
-	gated := slices.DeleteFunc(slices.Clone(active), func(p *corev1.Pod) bool { return !common.HasPodGangGate(p) })
-	if len(gated) == 0 {
-		return nil
-	}
-	listed, err := r.podsListedInGang(ctx, pclq.Namespace, pclq.Labels[apicommon.LabelPodGang], pclq.Name)
-	if err != nil || len(listed) == 0 {
-		return err
-	}
-	if base := pclq.Labels[apicommon.LabelBasePodGang]; base != "" {
-		scheduled, err := r.baseGangScheduled(ctx, pclq.Namespace, base)
-		if err != nil || !scheduled {
-			return err
-		}
-	}
-	gated = slices.DeleteFunc(gated, func(p *corev1.Pod) bool { return !listed[p.Name] })
-	_, err = common.SlowStart(ctx, len(gated), func(ctx context.Context, i int) error {
-		p := gated[i]
-		orig := p.DeepCopy()
-		p.Spec.SchedulingGates = slices.DeleteFunc(slices.Clone(p.Spec.SchedulingGates), func(g corev1.PodSchedulingGate) bool {
-			return g.Name == apicommon.SchedulingGatePodGangPendingCreation
-		})
-		if err := r.gateClient().Patch(ctx, p, client.StrategicMergeFrom(orig)); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		grovemetrics.ObserveGateLifted(p.CreationTimestamp.Time)
-		return nil
-	})
-	return err
-}
-
 func (r *Reconciler) statusClient() client.Client {
 	return cmp.Or(r.StatusClient, r.Client) // the manager's client when no writer has its own
-}
-
-func (r *Reconciler) gateClient() client.Client {
-	return cmp.Or(r.GateClient, r.Client) // the manager's client when no writer has its own
-}
-
-// podsListedInGang is the set of pod names the PodGang's group for this PodClique references.
-func (r *Reconciler) podsListedInGang(ctx context.Context, namespace, gangName, group string) (map[string]bool, error) {
-	if gangName == "" {
-		return nil, nil
-	}
-	pg := &schedv1alpha1.PodGang{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: gangName}, pg); err != nil {
-		// Not created yet: its creation event brings this PodClique back.
-		return nil, client.IgnoreNotFound(err)
-	}
-	listed := map[string]bool{}
-	for _, g := range pg.Spec.PodGroups {
-		if g.Name != group {
-			continue
-		}
-		for _, ref := range g.PodReferences {
-			listed[ref.Name] = true
-		}
-	}
-	return listed, nil
-}
-
-// baseGangScheduled reports whether every group of the base PodGang has at least minReplicas
-// pods with a node. The pods are counted, not their PodCliques' scheduledReplicas: that status
-// comes later, through each PodClique's status writer, and at hundreds of replicas waiting for
-// it held the scaled gangs' gates well after their base gangs were placed.
-func (r *Reconciler) baseGangScheduled(ctx context.Context, namespace, base string) (bool, error) {
-	pg := &schedv1alpha1.PodGang{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: base}, pg); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{apicommon.LabelPodGang: base}); err != nil {
-		return false, err
-	}
-	scheduled := map[string]int32{}
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Spec.NodeName != "" && common.IsActive(p) {
-			scheduled[p.Labels[apicommon.LabelPodClique]]++
-		}
-	}
-	for _, g := range pg.Spec.PodGroups {
-		if scheduled[g.Name] < g.MinReplicas {
-			return false, nil
-		}
-	}
-	return true, nil
 }

@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,7 +17,6 @@ import (
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
@@ -39,14 +36,17 @@ const StatusWriterName = "podclique-status"
 //   - PodCliques: spec (generation), labels (PodGang, template hash) and deletion;
 //   - their pods: every change, and the informer's sightings settle the expectations;
 //   - owned ResourceClaims: deletion (a wanted claim is made again, a stale one is gone);
-//   - PodGangs: when a gang lists pods, its PodCliques may ungate them;
-//   - base-gang PodCliques: when their scheduled count changes, the scaled gangs that wait
-//     for them may ungate;
 //   - PodCliqueSets: when a rolling update moves to another replica, its standalone
 //     PodCliques replace their outdated pods.
+//
+// It also starts the clique's status writer and its gate lifter (gates.go), which has the same
+// concurrency.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.status = newStatusWriter(r)
 	if err := mgr.Add(r.status); err != nil {
+		return err
+	}
+	if err := r.setupGateLifter(mgr, opts); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -56,8 +56,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, common.DeletionChanged{}))).
 		Watches(&corev1.Pod{}, r.podEvents()).
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
-		Watches(&schedv1alpha1.PodGang{}, handler.EnqueueRequestsFromMapFunc(podGangToPodCliques),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.standaloneCliques),
 			builder.WithPredicates(common.ReplicaBeingUpdatedChanged{})).
 		Complete(r)
@@ -81,13 +79,7 @@ func (r *Reconciler) standaloneCliques(ctx context.Context, obj client.Object) [
 
 // podEvents enqueues a pod's PodClique and tells the expectations what the cache saw.
 func (r *Reconciler) podEvents() handler.EventHandler {
-	owner := func(obj client.Object) (reconcile.Request, bool) {
-		ref := metav1.GetControllerOf(obj)
-		if ref == nil || ref.Kind != "PodClique" || ref.APIVersion != corev1alpha1.SchemeGroupVersion.String() {
-			return reconcile.Request{}, false
-		}
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}, true
-	}
+	owner := podCliqueOf
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
@@ -96,15 +88,9 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 				q.Add(req)
 			}
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			if req, ok := owner(e.ObjectNew); ok {
 				q.Add(req)
-			}
-			if boundNow(e.ObjectOld, e.ObjectNew) {
-				// A base-gang pod got its node: the scaled gangs waiting for it may be ungated.
-				for _, req := range r.scaledGangCliques(ctx, e.ObjectNew) {
-					q.Add(req)
-				}
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
@@ -114,43 +100,4 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			}
 		},
 	}
-}
-
-func podGangToPodCliques(_ context.Context, obj client.Object) []reconcile.Request {
-	pg, ok := obj.(*schedv1alpha1.PodGang)
-	if !ok {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(pg.Spec.PodGroups))
-	for _, g := range pg.Spec.PodGroups {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pg.Namespace, Name: g.Name}})
-	}
-	return reqs
-}
-
-// scaledGangCliques maps a pod of a base PodGang to the PodCliques of scaled gangs that wait
-// for that base gang.
-func (r *Reconciler) scaledGangCliques(ctx context.Context, obj client.Object) []reconcile.Request {
-	gang := obj.GetLabels()[apicommon.LabelPodGang]
-	if gang == "" || obj.GetLabels()[apicommon.LabelBasePodGang] != "" {
-		return nil
-	}
-	list := &corev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{apicommon.LabelBasePodGang: gang}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliques of scaled PodGangs", "basePodGang", gang)
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
-}
-
-// boundNow reports whether the pod update is its binding to a node.
-func boundNow(oldObj, newObj client.Object) bool {
-	o, ok1 := oldObj.(*corev1.Pod)
-	n, ok2 := newObj.(*corev1.Pod)
-	return ok1 && ok2 && o.Spec.NodeName == "" && n.Spec.NodeName != ""
 }
