@@ -422,7 +422,7 @@ func (b *bench) replicasWorkloads(ctx context.Context) error {
 		return err
 	}
 	pcs := replicatedPCS(ns, "scale", s.Replicas)
-	profile := b.profile(ctx, 40*time.Second)
+	profile := b.profile(ctx, 40*time.Second, applyProfile)
 	if err := b.measure(ctx, fmt.Sprintf("apply PCS %d×2", s.Replicas), "grove", n, growMilestones,
 		expectation{ns: ns, want: n, grove: true}, groveTimeout, func(ctx context.Context) error { return b.admin.Create(ctx, pcs) }); err != nil {
 		return err
@@ -467,11 +467,15 @@ func (b *bench) disaggWorkloads(ctx context.Context) error {
 		return err
 	}
 	gen := &atomic.Int64{}
+	profile := b.profile(ctx, 40*time.Second, rollingUpdateProfile)
 	if err := b.measure(ctx, "rolling update of the disaggregated PCS", "grove", dn, growMilestones,
 		expectation{ns: ns, want: dn, old: old, grove: true, generation: gen}, 2*groveTimeout, func(ctx context.Context) error {
 			return b.updateTemplate(ctx, ns, "disagg", gen)
 		}); err != nil {
 		return err
+	}
+	if err := <-profile; err != nil {
+		fmt.Printf("   CPU profile: %v\n", err)
 	}
 	return b.deletePCS(ctx, ns, dn, "delete disaggregated PCS")
 }
@@ -636,8 +640,14 @@ func (b *bench) cleanPods(ctx context.Context, ns string) error {
 	return err
 }
 
-// profile captures grove-operator's CPU profile for d in the background.
-func (b *bench) profile(ctx context.Context, d time.Duration) <-chan error {
+// The CPU profiles the benchmark captures (files in the scratch directory).
+const (
+	applyProfile         = "operator-cpu.pprof"
+	rollingUpdateProfile = "operator-cpu-rolling-update.pprof"
+)
+
+// profile captures grove-operator's CPU profile for d in the background, into file.
+func (b *bench) profile(ctx context.Context, d time.Duration, file string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		done <- func() error {
@@ -654,7 +664,7 @@ func (b *bench) profile(ctx context.Context, d time.Duration) <-chan error {
 			if resp.StatusCode != http.StatusOK {
 				return fmt.Errorf("GET %s: %s", url, resp.Status)
 			}
-			f, err := os.Create(filepath.Join(b.scratch, "operator-cpu.pprof"))
+			f, err := os.Create(filepath.Join(b.scratch, file))
 			if err != nil {
 				return err
 			}
@@ -666,9 +676,9 @@ func (b *bench) profile(ctx context.Context, d time.Duration) <-chan error {
 	return done
 }
 
-// pprofTop is `go tool pprof -top` of the captured profile.
-func (b *bench) pprofTop(ctx context.Context) []string {
-	path := filepath.Join(b.scratch, "operator-cpu.pprof")
+// pprofTop is `go tool pprof -top` of a captured profile (nil when it was not captured).
+func (b *bench) pprofTop(ctx context.Context, file string) []string {
+	path := filepath.Join(b.scratch, file)
 	if _, err := os.Stat(path); err != nil {
 		return nil
 	}

@@ -34,7 +34,12 @@ type Report struct {
 	OperatorPeakRSS  float64        `json:"operatorPeakRSSMiB"`
 	PprofTop         []string       `json:"pprofTop,omitempty"`
 	PprofWindow      string         `json:"pprofWindow"`
+	// RollingUpdatePprofTop is the profile of the first 40 s of the disaggregated rolling update.
+	RollingUpdatePprofTop []string `json:"rollingUpdatePprofTop,omitempty"`
 }
+
+// rollingUpdateWindow is what the rolling update's profile covers.
+const rollingUpdateWindow = "the first 40 s of the rolling update of the disaggregated PCS"
 
 func (b *bench) report(ctx context.Context, outDir, command string) error {
 	rep := &Report{Command: command, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Cores: runtime.NumCPU(),
@@ -69,7 +74,8 @@ func (b *bench) report(ctx context.Context, outDir, command string) error {
 	pid := b.env.Operator.PID()
 	rep.OperatorCPU, _ = cpuSeconds(pid)
 	rep.OperatorPeakRSS, _ = peakRSSMiB(pid)
-	rep.PprofTop = b.pprofTop(ctx)
+	rep.PprofTop = b.pprofTop(ctx, applyProfile)
+	rep.RollingUpdatePprofTop = b.pprofTop(ctx, rollingUpdateProfile)
 
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -176,6 +182,9 @@ func (rep *Report) table(w io.Writer) {
 	if len(rep.PprofTop) > 0 {
 		fmt.Fprintf(w, "\nCPU profile (%s):\n%s\n", rep.PprofWindow, strings.Join(rep.PprofTop, "\n"))
 	}
+	if len(rep.RollingUpdatePprofTop) > 0 {
+		fmt.Fprintf(w, "\nCPU profile (%s):\n%s\n", rollingUpdateWindow, strings.Join(rep.RollingUpdatePprofTop, "\n"))
+	}
 }
 
 func (rep *Report) markdown(w io.Writer) error {
@@ -228,6 +237,9 @@ func (rep *Report) markdown(w io.Writer) error {
 	p("\ngrove-operator over the whole run: **%.1f CPU seconds**, peak RSS (VmHWM) **%.0f MiB**.\n", rep.OperatorCPU, rep.OperatorPeakRSS)
 	if len(rep.PprofTop) > 0 {
 		p("\n## CPU profile of grove-operator (%s)\n\n```\n%s\n```\n", rep.PprofWindow, strings.Join(rep.PprofTop, "\n"))
+	}
+	if len(rep.RollingUpdatePprofTop) > 0 {
+		p("\n## CPU profile of grove-operator (%s)\n\n```\n%s\n```\n", rollingUpdateWindow, strings.Join(rep.RollingUpdatePprofTop, "\n"))
 	}
 	for _, r := range rep.Results {
 		if r.Error != "" {

@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
+	"github.com/ai-dynamo/grove/internal/operator/controller/podcliqueset"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -90,18 +92,53 @@ func TestSchedulingGatesOpenInGangOrder(t *testing.T) {
 	})
 }
 
-// heldCreates is a writer's client whose pod creations for one PodClique wait until released,
-// the way creations wait on a saturated client-side rate limiter.
+// heldCreates is a writer's client whose creation of some objects waits until released, the way
+// creations wait on a saturated client-side rate limiter: pods of PodClique pclq, or the object
+// of kind and name.
 type heldCreates struct {
 	client.Client
-	pclq    string
-	release chan struct{}
-	held    chan struct{} // closed when the first creation is held
-	once    sync.Once
+	pclq       string
+	kind, name string
+	release    chan struct{}
+	held       chan struct{} // closed when the first creation is held
+	once       sync.Once
+
+	releaseOnce sync.Once
+}
+
+// newHeldCreates holds the creations that hold selects until releaseAll or the end of the test.
+func newHeldCreates(t *testing.T, hold *heldCreates) *heldCreates {
+	hold.release, hold.held = make(chan struct{}), make(chan struct{})
+	t.Cleanup(hold.releaseAll)
+	return hold
+}
+
+// releaseAll lets the held creations (and any later one) through.
+func (h *heldCreates) releaseAll() { h.releaseOnce.Do(func() { close(h.release) }) }
+
+// waitHeld waits until the first creation is held.
+func (h *heldCreates) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.held:
+	case <-time.After(waitFor):
+		t.Fatal("the held creation never started")
+	}
+}
+
+// writer wraps the client of one writer with h.
+func (h *heldCreates) writer(name string) map[string]func(client.Client) client.Client {
+	return map[string]func(client.Client) client.Client{name: func(c client.Client) client.Client {
+		h.Client = c
+		return h
+	}}
 }
 
 func (h *heldCreates) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if _, isPod := obj.(*corev1.Pod); isPod && obj.GetLabels()[apicommon.LabelPodClique] == h.pclq {
+	_, isPod := obj.(*corev1.Pod)
+	_, isPodClique := obj.(*corev1alpha1.PodClique)
+	if h.pclq != "" && isPod && obj.GetLabels()[apicommon.LabelPodClique] == h.pclq ||
+		h.kind == "PodClique" && isPodClique && obj.GetName() == h.name {
 		h.once.Do(func() { close(h.held) })
 		select {
 		case <-h.release:
@@ -118,14 +155,8 @@ func (h *heldCreates) Create(ctx context.Context, obj client.Object, opts ...cli
 // controller of their own, replica 0's gate waited in the same queue until that creation ended.
 func TestGatesOpenWhileOtherCliquesAreStillCreatingPods(t *testing.T) {
 	e := newNamespace(t)
-	hold := &heldCreates{pclq: "busy-1-w", release: make(chan struct{}), held: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(hold.release) }) }
-	t.Cleanup(release)
-	e.writers = map[string]func(client.Client) client.Client{podclique.ControllerName: func(c client.Client) client.Client {
-		hold.Client = c
-		return hold
-	}}
+	hold := newHeldCreates(t, &heldCreates{pclq: "busy-1-w"})
+	e.writers = hold.writer(podclique.ControllerName)
 	e.startOperator(withConfig(func(cfg *configv1alpha1.OperatorConfiguration) {
 		cfg.Controllers.PodClique.ConcurrentSyncs = ptr.To(1)
 	}))
@@ -133,11 +164,7 @@ func TestGatesOpenWhileOtherCliquesAreStillCreatingPods(t *testing.T) {
 		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 2, Template: corev1alpha1.PodCliqueSetTemplateSpec{
 			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("w", 1)}}}})
 
-	select {
-	case <-hold.held:
-	case <-time.After(waitFor):
-		t.Fatal("replica 1's pod creation never started")
-	}
+	hold.waitHeld(t)
 	e.eventually(func(c *assert.CollectT) {
 		pods := e.pods("busy-0-w")
 		if assert.Len(c, pods, 1) {
@@ -147,9 +174,44 @@ func TestGatesOpenWhileOtherCliquesAreStillCreatingPods(t *testing.T) {
 	})
 	assert.Empty(t, e.pods("busy-1-w"), "replica 1's creation was still held")
 
-	release()
+	hold.releaseAll()
 	e.eventually(func(c *assert.CollectT) {
 		pods := e.pods("busy-1-w")
+		if assert.Len(c, pods, 1) {
+			assert.False(c, gated(&pods[0]), "replica 1's pod once created and listed")
+		}
+	})
+}
+
+// TestPodGangsAreWrittenWhileThePodCliqueSetIsStillCreatingPodCliques: a replica whose pods exist
+// gets its PodGang (and its pods their gates lifted) while the PodCliqueSet controller is still
+// creating the PodCliques of other replicas. The controller's creation of replica 1's PodClique
+// is held here; before the PodGangs had a writer of their own, they came in a later pass of the
+// same reconcile, so none was written until that creation ended.
+func TestPodGangsAreWrittenWhileThePodCliqueSetIsStillCreatingPodCliques(t *testing.T) {
+	e := newNamespace(t)
+	hold := newHeldCreates(t, &heldCreates{kind: "PodClique", name: "early-1-w"})
+	e.writers = hold.writer(podcliqueset.ControllerName)
+	e.startOperator()
+	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "early"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 2, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("w", 1)}}}})
+
+	hold.waitHeld(t)
+	e.eventually(func(c *assert.CollectT) {
+		pods := e.pods("early-0-w")
+		if assert.Len(c, pods, 1) {
+			assert.Equal(c, podNames(pods), refNames(e.podGang(c, "early-0").Spec.PodGroups[0]), "the gang lists its pod")
+			assert.False(c, gated(&pods[0]), "replica 0's pod is ungated while replica 1's PodClique is held")
+		}
+	})
+	pclq := &corev1alpha1.PodClique{}
+	require.True(t, apierrors.IsNotFound(e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "early-1-w"}, pclq)),
+		"replica 1's PodClique creation was still held")
+
+	hold.releaseAll()
+	e.eventually(func(c *assert.CollectT) {
+		pods := e.pods("early-1-w")
 		if assert.Len(c, pods, 1) {
 			assert.False(c, gated(&pods[0]), "replica 1's pod once created and listed")
 		}

@@ -58,7 +58,7 @@ func (r *Reconciler) adoptForeignHashes(ctx context.Context, st *state) error {
 			if p.Labels[apicommon.LabelPodClique] != pclq.Name || p.Labels[apicommon.LabelPodTemplateHash] != have || !common.IsActive(p) {
 				continue
 			}
-			if err := relabel(ctx, r.Client, p, want, generation); err != nil {
+			if err := relabel(ctx, r.Client, p.DeepCopy(), want, generation); err != nil { // p is the informer's
 				return fmt.Errorf("relabelling pod %s: %w", p.Name, err)
 			}
 			relabelled++

@@ -50,14 +50,14 @@ func (c *children) wrote(kind childKind) {
 	c.lists[kind] = nil
 }
 
-func (c *children) list(ctx context.Context, kind childKind, empty func() client.ObjectList) (client.ObjectList, error) {
+func (c *children) list(ctx context.Context, kind childKind, empty func() client.ObjectList, opts ...client.ListOption) (client.ObjectList, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if l := c.lists[kind]; l != nil {
 		return l, nil
 	}
 	l := empty()
-	if err := c.reader.List(ctx, l, client.InNamespace(c.namespace), c.labels); err != nil {
+	if err := c.reader.List(ctx, l, append(opts, client.InNamespace(c.namespace), c.labels)...); err != nil {
 		return nil, err
 	}
 	c.lists[kind] = l
@@ -90,8 +90,11 @@ func (c *children) podGangs(ctx context.Context) ([]schedv1alpha1.PodGang, error
 	return l.(*schedv1alpha1.PodGangList).Items, nil
 }
 
+// pods are the pods carrying the PodCliqueSet's labels, the informer's own objects: not copied,
+// because a reconcile of a large PodCliqueSet spent most of its time copying its pods. They
+// must never be modified; a writer copies the pod first.
 func (c *children) pods(ctx context.Context) ([]corev1.Pod, error) {
-	l, err := c.list(ctx, childPods, func() client.ObjectList { return &corev1.PodList{} })
+	l, err := c.list(ctx, childPods, func() client.ObjectList { return &corev1.PodList{} }, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, err
 	}

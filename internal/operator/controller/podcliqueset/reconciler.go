@@ -59,6 +59,8 @@ type Reconciler struct {
 	// that run on a cache that still shows them bound.
 	partialReleased *uidSet
 	initOnce        sync.Once
+	// gangs writes the PodGangs (gangwriter.go); SetupWithManager starts it.
+	gangs *gangWriter
 }
 
 // state is what one reconcile of a PodCliqueSet works from.
@@ -79,6 +81,9 @@ type state struct {
 	podGangConflicts []string
 	// takenOver: this reconcile adopted objects another Grove operator wrote (adopt.go).
 	takenOver bool
+	// gangsPending: the gang writer has not written this generation's PodGangs yet, so the
+	// generation is not observed.
+	gangsPending bool
 	// requeue is when the reconcile must run again without an event (a pending breach expires).
 	requeue time.Duration
 	// children: the PodCliqueSet's children as this reconcile observed them.
@@ -122,8 +127,9 @@ func (s *state) translated() packing.Translated {
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
 		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &resourceClaims{r},
-		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r},
-		// Pods need not wait for their replica's Service: it comes after what gates them.
+		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r},
+		// The PodGangs have a controller of their own (gangwriter.go). Pods need not wait for
+		// their replica's Service: it comes after what gates them.
 		&headlessServices{r}, &partialGangs{r},
 	}
 }
@@ -145,8 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	st := &state{pcs: stored.DeepCopy(), stored: stored, children: newChildren(r.Client, stored)}
-	corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
+	st := r.newState(stored)
 	if common.IsTerminating(stored) {
 		if err := component.DeleteAll(ctx, st, r.deletionOrder()...); err != nil {
 			return reconcile.Result{}, err
@@ -159,7 +164,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.adoptForeignHashes(ctx, st); err != nil {
 		return reconcile.Result{}, err
 	}
-	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)
 	if err := r.resolveTopology(ctx, st); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -167,9 +171,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	syncErr := component.SyncAll(ctx, st, r.components()...)
-	statusErr := r.updateStatus(ctx, st, syncErr)
+	// The status reports the gang writer's error too; the writer retries it itself.
+	statusErr := r.updateStatus(ctx, st, cmp.Or(syncErr, r.gangsOutcome(req.NamespacedName, st)))
 	grovemetrics.ObserveReconcileError(ControllerName, errors.Join(syncErr, statusErr))
 	return reconcile.Result{RequeueAfter: st.requeue}, errors.Join(syncErr, statusErr)
+}
+
+// newState is what a reconcile of the PodCliqueSet starts from: the stored object, a copy with
+// the webhook's defaults, its children (listed on first use) and its scheduler backend.
+func (r *Reconciler) newState(stored *corev1alpha1.PodCliqueSet) *state {
+	st := &state{pcs: stored.DeepCopy(), stored: stored, children: newChildren(r.Client, stored)}
+	corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
+	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)
+	return st
+}
+
+// gangsOutcome is the gang writer's last sync of the PodCliqueSet, for its status: the PodGang
+// names foreign objects hold go into st, a generation not written yet marks st.gangsPending, and
+// the error is the writer's sync error.
+func (r *Reconciler) gangsOutcome(key types.NamespacedName, st *state) error {
+	if r.gangs == nil {
+		return nil
+	}
+	err := r.gangs.outcome(key, st)
+	if errors.Is(err, errGangsPending) {
+		st.gangsPending = true
+		return nil
+	}
+	return err
 }
 
 // resolveTopology reads the ClusterTopology the constraints refer to, when topology-aware

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ai-dynamo/grove/internal/operator/packing"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -50,7 +51,9 @@ const IndexPriorityClassName = "grove.io/priorityClassName"
 //     deletion and spec drift;
 //   - owned ResourceClaims: deletion;
 //   - ClusterTopologies: the PodCliqueSets whose constraints name them;
-//   - PriorityClasses: creation and deletion, for the PodCliqueSets whose pods name them.
+//   - PriorityClasses: creation and deletion, for the PodCliqueSets whose pods name them;
+//   - the gang writer (gangwriter.go), which it starts: when its outcome for a PodCliqueSet
+//     changes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexTopologyName, func(obj client.Object) []string {
 		pcs, ok := obj.(*corev1alpha1.PodCliqueSet)
@@ -78,6 +81,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
+	r.gangs = newGangWriter(r)
+	if err := r.gangs.setup(mgr, opts); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).
@@ -104,6 +111,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfTopology)).
 		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfPriorityClass),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		// The gang writer's outcome changed (status.podGangStatuses, conflicts, observedGeneration).
+		WatchesRawSource(source.Channel(r.gangs.changed, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 

@@ -147,7 +147,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	}, pclqs, pcsgs)
 	// A generation is observed once every component synced it; a failed sync leaves
 	// observedGeneration behind (lastErrors says why) until a later reconcile succeeds.
-	if syncErr == nil {
+	if syncErr == nil && !st.gangsPending {
 		status.ObservedGeneration = ptr.To(st.stored.Generation)
 	}
 	status.CurrentGenerationHash = ptr.To(generationHash)
