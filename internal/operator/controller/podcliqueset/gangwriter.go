@@ -57,7 +57,7 @@ func newGangWriter(r *Reconciler) *gangWriter {
 
 // setup registers the gang writer and its watches, the ones of the PodCliqueSet controller that
 // change a PodGang's plan: the PodCliqueSet's spec and metadata; its PodCliques, scaling groups
-// and pods coming and going (and their labels); its PodGangs' deletion and spec drift; and the
+// and pods coming and going (and their labels); its PodGangs' deletion and spec changes; and the
 // ClusterTopologies its constraints name.
 func (w *gangWriter) setup(mgr ctrl.Manager, opts controller.Options) error {
 	toPCS := handler.EnqueueRequestsFromMapFunc(podCliqueSetOf)
@@ -72,9 +72,10 @@ func (w *gangWriter) setup(mgr ctrl.Manager, opts controller.Options) error {
 		Watches(&corev1alpha1.PodCliqueScalingGroup{}, toPCS, membership).
 		Watches(&corev1.Pod{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.LabelChangedPredicate{}, common.DeletionChanged{}, podPhaseEnded{}))).
+		// Not their labels and annotations: its own metadata patches would each bring the writer
+		// back to a cache that does not show the others yet, and it would patch those again.
 		Owns(&schedv1alpha1.PodGang{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-			common.DeletionChanged{}))).
+			predicate.GenerationChangedPredicate{}, common.DeletionChanged{}))).
 		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(w.r.podCliqueSetsOfTopology)).
 		Complete(w)
 }
