@@ -93,15 +93,14 @@ func TestSchedulingGatesOpenInGangOrder(t *testing.T) {
 }
 
 // heldCreates is a writer's client whose creation of some objects waits until released, the way
-// creations wait on a saturated client-side rate limiter: pods of PodClique pclq, or the object
-// of kind and name.
+// creations wait on a saturated client-side rate limiter.
 type heldCreates struct {
 	client.Client
-	pclq       string
-	kind, name string
-	release    chan struct{}
-	held       chan struct{} // closed when the first creation is held
-	once       sync.Once
+	// podsOf holds the pods of this PodClique; podClique holds the PodClique of this name.
+	podsOf, podClique string
+	release           chan struct{}
+	held              chan struct{} // closed when the first creation is held
+	once              sync.Once
 
 	releaseOnce sync.Once
 }
@@ -137,8 +136,8 @@ func (h *heldCreates) writer(name string) map[string]func(client.Client) client.
 func (h *heldCreates) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	_, isPod := obj.(*corev1.Pod)
 	_, isPodClique := obj.(*corev1alpha1.PodClique)
-	if h.pclq != "" && isPod && obj.GetLabels()[apicommon.LabelPodClique] == h.pclq ||
-		h.kind == "PodClique" && isPodClique && obj.GetName() == h.name {
+	if isPod && h.podsOf != "" && obj.GetLabels()[apicommon.LabelPodClique] == h.podsOf ||
+		isPodClique && h.podClique != "" && obj.GetName() == h.podClique {
 		h.once.Do(func() { close(h.held) })
 		select {
 		case <-h.release:
@@ -155,7 +154,7 @@ func (h *heldCreates) Create(ctx context.Context, obj client.Object, opts ...cli
 // controller of their own, replica 0's gate waited in the same queue until that creation ended.
 func TestGatesOpenWhileOtherCliquesAreStillCreatingPods(t *testing.T) {
 	e := newNamespace(t)
-	hold := newHeldCreates(t, &heldCreates{pclq: "busy-1-w"})
+	hold := newHeldCreates(t, &heldCreates{podsOf: "busy-1-w"})
 	e.writers = hold.writer(podclique.ControllerName)
 	e.startOperator(withConfig(func(cfg *configv1alpha1.OperatorConfiguration) {
 		cfg.Controllers.PodClique.ConcurrentSyncs = ptr.To(1)
@@ -190,7 +189,7 @@ func TestGatesOpenWhileOtherCliquesAreStillCreatingPods(t *testing.T) {
 // same reconcile, so none was written until that creation ended.
 func TestPodGangsAreWrittenWhileThePodCliqueSetIsStillCreatingPodCliques(t *testing.T) {
 	e := newNamespace(t)
-	hold := newHeldCreates(t, &heldCreates{kind: "PodClique", name: "early-1-w"})
+	hold := newHeldCreates(t, &heldCreates{podClique: "early-1-w"})
 	e.writers = hold.writer(podcliqueset.ControllerName)
 	e.startOperator()
 	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "early"},

@@ -60,7 +60,7 @@ func mutateKeeping(key client.ObjectKey, obj client.Object, mutate controlleruti
 		return err
 	}
 	if client.ObjectKeyFromObject(obj) != key {
-		return fmt.Errorf("MutateFn cannot mutate object name and/or object namespace")
+		return fmt.Errorf("%s: the mutate function renamed the object to %s", key, client.ObjectKeyFromObject(obj))
 	}
 	return nil
 }
