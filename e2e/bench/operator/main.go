@@ -56,7 +56,7 @@ import (
 
 func main() {
 	out := flag.String("out", "results/operator", "directory of results.json and RESULTS.md (a relative path is under the module root)")
-	scratch := flag.String("scratch", "results/tmp/operator", "directory of the CPU profile (a relative path is under the module root)")
+	scratch := flag.String("scratch", "results/tmp/operator", "directory of the CPU profiles and the audit log (a relative path is under the module root)")
 	command := flag.String("command", "make bench-operator", "the command recorded in RESULTS.md")
 	flag.Parse()
 	scale, ok := scales[cmp.Or(os.Getenv("BENCH_OPERATOR_SCALE"), "full")]
@@ -127,7 +127,11 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 	if err := os.WriteFile(policy, fmt.Appendf(nil, auditPolicy, operatorUser), 0o644); err != nil {
 		return err
 	}
-	b.auditLog = filepath.Join(dir, "audit.log")
+	// The audit log stays in the scratch directory after the run, for reading request by request.
+	b.auditLog = filepath.Join(scratch, "audit.log")
+	if err := os.Remove(b.auditLog); err != nil && !os.IsNotExist(err) {
+		return err
+	}
 	pprofPort, err := cluster.FreePort()
 	if err != nil {
 		return err

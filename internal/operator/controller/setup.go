@@ -85,7 +85,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		return o
 	}
 	// One client per writer (its name is the client's user agent).
-	writers := []string{podcliqueset.ControllerName, podcliqueset.GangWriterName, podcliquescalinggroup.ControllerName,
+	writers := []string{podcliqueset.ControllerName, podcliqueset.GangWriterName, podcliqueset.StatusWriterName, podcliquescalinggroup.ControllerName,
 		podclique.ControllerName, podclique.GateControllerName, podclique.StatusWriterName}
 	clients := make(map[string]client.Client, len(writers))
 	for _, name := range writers {
@@ -103,9 +103,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	c := cfg.Controllers
 	claims := &resourceclaim.Syncer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: recorder}
 	if err := (&podcliqueset.Reconciler{
-		Client:     client.WithFieldOwner(pcsClient, apicommon.OperatorFieldManager),
-		GangClient: client.WithFieldOwner(gangClient, apicommon.OperatorFieldManager),
-		Registry:   registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
+		Client:       client.WithFieldOwner(pcsClient, apicommon.OperatorFieldManager),
+		GangClient:   client.WithFieldOwner(gangClient, apicommon.OperatorFieldManager),
+		StatusClient: client.WithFieldOwner(clients[podcliqueset.StatusWriterName], apicommon.OperatorFieldManager),
+		Registry:     registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
 		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)

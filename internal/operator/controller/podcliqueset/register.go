@@ -34,6 +34,10 @@ const ControllerName = "podcliqueset"
 // GangWriterName names the PodCliqueSet controller's PodGang writer (its client's user agent).
 const GangWriterName = "podcliqueset-podgangs"
 
+// StatusWriterName names the client of the PodCliqueSet controller's status writes (its user
+// agent).
+const StatusWriterName = "podcliqueset-status"
+
 // IndexTopologyName indexes PodCliqueSets by the ClusterTopology their constraints refer to.
 const IndexTopologyName = "grove.io/topologyName"
 
