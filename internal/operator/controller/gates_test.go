@@ -2,7 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +24,7 @@ import (
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // TestSchedulingGatesOpenInGangOrder: pods of the base PodGang are ungated as soon as their
@@ -281,4 +287,87 @@ func (s *countingSubResource) Patch(ctx context.Context, obj client.Object, patc
 		s.c.w.mu.Unlock()
 	}
 	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+// TestAConflictingPodGangStatusWriteIsRetriedNotReported: the gang writer's status write of a
+// PodGang is conditional on the resourceVersion it read; when another writer came between (the
+// scheduler's phase) or its cache did not show its own last write yet, the apiserver answers
+// Conflict. That is a stale read, not a failure: the writer reads again and writes, and the
+// PodCliqueSet never reports it in status.lastErrors. Here the first status write answers
+// Conflict; before, the pass failed and the PodCliqueSet reported SyncFailed/podgang.
+func TestAConflictingPodGangStatusWriteIsRetriedNotReported(t *testing.T) {
+	e := newNamespace(t)
+	conflicts := &conflictOnce{}
+	e.writers = map[string]func(client.Client) client.Client{podcliqueset.GangWriterName: conflicts.wrap}
+	wc, err := client.NewWithWatch(e.cluster.Config, client.Options{Scheme: e.c.Scheme()})
+	require.NoError(t, err)
+	w, err := wc.Watch(e.ctx, &corev1alpha1.PodCliqueSetList{}, client.InNamespace(e.ns))
+	require.NoError(t, err)
+	defer w.Stop()
+	e.startOperator()
+	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "stale"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("w", 1)}}}})
+
+	e.eventually(func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(e.podGang(c, "stale-0").Status.Conditions, schedv1alpha1.PodGangConditionInitialized)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, metav1.ConditionTrue, cond.Status)
+		}
+		pcs := e.pcs(c, "stale")
+		assert.Equal(c, ptr.To(pcs.Generation), pcs.Status.ObservedGeneration)
+	})
+	require.True(t, conflicts.answered.Load(), "the first status write answered Conflict")
+	// Every version of the PodCliqueSet up to the one just read, as the watch delivered them.
+	last := e.pcs(t, "stale").ResourceVersion
+	timeout := time.After(waitFor)
+	for seen := ""; seen != last; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			require.True(t, ok, "the watch ended")
+			pcs, isPCS := ev.Object.(*corev1alpha1.PodCliqueSet)
+			if !isPCS {
+				continue
+			}
+			seen = pcs.ResourceVersion
+			for _, le := range pcs.Status.LastErrors {
+				assert.NotContains(t, le.Code, "SyncFailed", "status.lastErrors at resourceVersion %s: %s", seen, le.Description)
+			}
+		case <-timeout:
+			require.Fail(t, "the watch did not reach the last resourceVersion", last)
+		}
+	}
+}
+
+// conflictOnce answers the first status write through its client with Conflict, unsent.
+type conflictOnce struct {
+	answered atomic.Bool
+}
+
+func (o *conflictOnce) wrap(c client.Client) client.Client {
+	return &conflictingStatus{Client: c, o: o}
+}
+
+type conflictingStatus struct {
+	client.Client
+	o *conflictOnce
+}
+
+func (c *conflictingStatus) Status() client.SubResourceWriter { return c.SubResource("status") }
+
+func (c *conflictingStatus) SubResource(sub string) client.SubResourceClient {
+	return &conflictingSubResource{SubResourceClient: c.Client.SubResource(sub), sub: sub, o: c.o}
+}
+
+type conflictingSubResource struct {
+	client.SubResourceClient
+	sub string
+	o   *conflictOnce
+}
+
+func (s *conflictingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if s.sub == "status" && s.o.answered.CompareAndSwap(false, true) {
+		return apierrors.NewConflict(schema.GroupResource{Group: schedv1alpha1.SchemeGroupVersion.Group, Resource: "podgangs"}, "", errors.New("injected: the object has been modified"))
+	}
+	return s.SubResourceClient.Apply(ctx, obj, opts...)
 }

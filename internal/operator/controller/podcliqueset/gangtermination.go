@@ -289,7 +289,7 @@ func (c *gangTermination) deletePodGangs(ctx context.Context, st *state, match f
 	var errs []error
 	for _, pg := range owned {
 		if match(pg) {
-			c.r.forgetPodGang(pg.UID)
+			c.r.forgetPodGang(pg)
 			st.children.wrote(childPodGangs)
 			errs = append(errs, common.Delete(ctx, c.r.Client, pg))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -50,6 +51,15 @@ type gangOutcome struct {
 	// conflicts are the PodGang names held by objects the PodCliqueSet does not own.
 	conflicts []string
 }
+
+const (
+	// gangWriteTTL bounds how long the writer trusts its record of a PodGang write whose watch
+	// event has not arrived (common.OwnWrites).
+	gangWriteTTL = 30 * time.Second
+	// gangCacheBehindRetry is when a pass comes back to a PodGang it left alone because the
+	// cache did not show the latest write to it yet.
+	gangCacheBehindRetry = 500 * time.Millisecond
+)
 
 func newGangWriter(r *Reconciler) *gangWriter {
 	return &gangWriter{r: r, changed: make(chan event.GenericEvent, 1024)}

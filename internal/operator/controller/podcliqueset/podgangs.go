@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -52,7 +53,7 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 	var unwanted []*schedv1alpha1.PodGang
 	for _, pg := range owned {
 		if !wanted[pg.Name] {
-			c.r.forgetPodGang(pg.UID)
+			c.r.forgetPodGang(pg)
 			st.children.wrote(childPodGangs)
 			unwanted = append(unwanted, pg)
 			continue
@@ -133,6 +134,17 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		annotations[apicommon.AnnotationTopologyName] = st.topology.name
 	}
 
+	key := types.NamespacedName{Namespace: st.pcs.Namespace, Name: g.name}
+	var cached client.Object
+	if pg != nil {
+		cached = pg
+	}
+	if c.r.gangWrites.Behind(key, cached) {
+		// The cache does not show this writer's last write of the gang yet: what it shows is
+		// already outdated. Its event (or this requeue, for a status write) brings us back.
+		st.requeueAfter(gangCacheBehindRetry)
+		return nil
+	}
 	if pg == nil {
 		if wait := g.createIn(time.Now()); wait > 0 {
 			st.requeueAfter(wait)
@@ -153,6 +165,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 			}
 			return err
 		}
+		c.r.gangWrites.Wrote(pg)
 	} else if _, topologyNamed := pg.Annotations[apicommon.AnnotationTopologyName]; !equality.Semantic.DeepEqual(pg.Spec, g.spec) ||
 		!subset(labels, pg.Labels) || !subset(annotations, pg.Annotations) || (topologyNamed && annotations[apicommon.AnnotationTopologyName] == "") {
 		// Keys are added and updated, never removed: other controllers (and upstream Grove,
@@ -168,6 +181,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		if err := c.r.gangClient().Patch(ctx, pg, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
+		c.r.gangWrites.Wrote(pg)
 	}
 	if err := c.syncBackend(ctx, st, pg); err != nil {
 		return err
@@ -217,15 +231,26 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 		phase = schedv1alpha1.PodGangPhasePending
 	}
 	st.children.wrote(childPodGangs)
-	return applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, phase)
+	written, err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, phase)
+	switch {
+	case apierrors.IsConflict(err):
+		// Another writer (the scheduler's phase) came between; the condition is computed again
+		// from a cache that shows it.
+		st.requeueAfter(gangCacheBehindRetry)
+		return nil
+	case err == nil && written != nil:
+		c.r.gangWrites.Wrote(written)
+	}
+	return err
 }
 
 // applyPodGangCondition applies one condition of a PodGang's status (and, when phase is set,
 // the phase) under the field manager that owns it. PodGang status has several writers, one per
 // condition type (pkg/api/scheduler/v1alpha1): server-side apply on the conditions' type-keyed
 // list lets each own its entries without reading or rewriting the others'. The resourceVersion
-// makes the write conditional on what the condition was computed from.
-func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition, phase schedv1alpha1.PodGangPhase) error {
+// makes the write conditional on what the condition was computed from. It returns the PodGang's
+// metadata as written (its new resourceVersion).
+func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition, phase schedv1alpha1.PodGangPhase) (client.Object, error) {
 	conds := slices.Clone(pg.Status.Conditions)
 	if cond.LastTransitionTime.IsZero() {
 		common.SetCondition(&conds, cond, pg.Generation)
@@ -249,7 +274,10 @@ func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alph
 		"status":   status,
 	}}
 	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
-	return client.IgnoreNotFound(err)
+	if err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return u, nil
 }
 
 func (c *podGangs) Delete(ctx context.Context, st *state) error {
@@ -258,7 +286,7 @@ func (c *podGangs) Delete(ctx context.Context, st *state) error {
 		return err
 	}
 	for _, pg := range owned {
-		c.r.forgetPodGang(pg.GetUID())
+		c.r.forgetPodGang(pg)
 	}
 	return deleteUnwanted(ctx, c.r.Client, owned, nil)
 }

@@ -57,6 +57,10 @@ type Reconciler struct {
 	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
 	// failure.
 	syncedPodGangs sync.Map // types.UID -> syncedGang
+	// gangWrites is the gang writer's last write of each PodGang, for passes on a cache that does
+	// not show it yet (at 500 replicas they made 50 duplicate creates and 180 conflicting status
+	// writes, each failing the pass).
+	gangWrites *common.OwnWrites
 	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
 	// on a cache that still shows them.
 	gangTerminated *uidSet
@@ -238,4 +242,8 @@ func (r *Reconciler) gangClient() client.Client {
 	return cmp.Or(r.GangClient, r.Client) // the manager's client when no writer has its own
 }
 
-func (r *Reconciler) forgetPodGang(uid types.UID) { r.syncedPodGangs.Delete(uid) }
+// forgetPodGang drops what is kept of a PodGang deleted on purpose.
+func (r *Reconciler) forgetPodGang(pg client.Object) {
+	r.syncedPodGangs.Delete(pg.GetUID())
+	r.gangWrites.Forget(client.ObjectKeyFromObject(pg))
+}

@@ -86,6 +86,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
 	r.gangs = newGangWriter(r)
+	r.gangWrites = common.NewOwnWrites(gangWriteTTL)
 	if err := r.gangs.setup(mgr, opts); err != nil {
 		return err
 	}
