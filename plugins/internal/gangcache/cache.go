@@ -156,6 +156,11 @@ type entry struct {
 	members         map[types.UID]*member
 	groups          map[string]*groupCounts
 	quorumPresent   bool
+	// quorumHeld: every PodGroup has minReplicas members assumed or bound. Kept with the counts
+	// so that WaitingQuorums, which every attempt of every gang asks, passes over the gangs
+	// already placed without reading their groups (1.5 s of CPU with 1875 gangs of 8 on 5000
+	// nodes).
+	quorumHeld bool
 	// scout is the member that found the gang unplaceable; "" when none did since it was
 	// last placed.
 	scout types.UID
@@ -332,6 +337,7 @@ func (e *entry) setMember(uid types.UID, m *member) {
 	if old := e.members[uid]; old != nil {
 		e.add(old, -1)
 	}
+	defer e.updateQuorumHeld()
 	if m == nil {
 		delete(e.members, uid)
 		if len(e.members) == 0 {
@@ -459,6 +465,7 @@ func (c *Cache) UpsertPodGang(pg *v1alpha1.PodGang) {
 	e := c.entry(key)
 	specChanged := e.podGang == nil || e.podGang.Generation != pg.Generation
 	e.podGang = pg
+	e.updateQuorumHeld()
 	becamePresent := e.updateQuorumPresent()
 	c.mu.Unlock()
 	var events []Event
@@ -478,7 +485,7 @@ func (c *Cache) DeletePodGang(namespace, name string) {
 	c.mu.Lock()
 	if e := c.gangs[key]; e != nil {
 		e.podGang = nil
-		e.quorumPresent = false
+		e.quorumPresent, e.quorumHeld = false, false
 		e.scout = ""
 		e.gangState = gangState{}
 		delete(c.elastic, key)
@@ -828,7 +835,7 @@ func (c *Cache) WaitingQuorums(prio int32, except string, only Only) []Waiting {
 		if aheadOnly && !queuedAhead && e.topPriority == prio {
 			continue // neither queued ahead nor of a higher priority
 		}
-		if e.quorumHeld() {
+		if e.quorumHeld {
 			continue
 		}
 		var pod *v1.Pod
@@ -859,15 +866,19 @@ func (c *Cache) WaitingQuorums(prio int32, except string, only Only) []Waiting {
 	return out
 }
 
-// quorumHeld reports whether every PodGroup has minReplicas members with a node.
-func (e *entry) quorumHeld() bool {
+// updateQuorumHeld recomputes quorumHeld after a change of the PodGang or of a member.
+func (e *entry) updateQuorumHeld() {
+	e.quorumHeld = e.podGang != nil
+	if e.podGang == nil {
+		return
+	}
 	for _, pg := range e.podGang.Spec.PodGroups {
 		g := e.groups[pg.Name]
 		if g == nil && pg.MinReplicas > 0 || g != nil && g.assumed+g.bound < pg.MinReplicas {
-			return false
+			e.quorumHeld = false
+			return
 		}
 	}
-	return true
 }
 
 func podPriority(pod *v1.Pod) int32 {

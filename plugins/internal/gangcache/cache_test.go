@@ -349,3 +349,43 @@ func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) 
 	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(10, "ns/later", Only{Ahead: true})), "waits queued before later, at the same priority")
 	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{Ahead: true})), "later queued after waits is not ahead of it")
 }
+
+// TestWaitingQuorumsFollowPlacementChanges: whether a gang holds its quorum is kept with its
+// counts, so it follows every change: an assumption forgotten reopens the wait, a PodGang seen
+// after its members were bound starts placed, and a PodGang whose minReplicas grows waits again.
+func TestWaitingQuorumsFollowPlacementChanges(t *testing.T) {
+	c := New()
+	gang := func(name string, minReplicas int32, generation int64) {
+		c.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Generation: generation},
+			Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "a", MinReplicas: minReplicas}}}})
+	}
+	member := func(gang, uid string, tweak ...func(*v1.Pod)) *v1.Pod {
+		p := memberPod(uid, "a", tweak...)
+		p.Labels[common.LabelPodGang] = gang
+		return p
+	}
+	waiting := func() []string {
+		var out []string
+		for _, w := range c.WaitingQuorums(0, "", Only{}) {
+			out = append(out, w.Key)
+		}
+		return out
+	}
+
+	gang("g", 1, 1)
+	c.UpsertPod(member("g", "g1"))
+	assert.Equal(t, []string{"ns/g"}, waiting())
+	c.Assume(member("g", "g1"), "n1")
+	assert.Empty(t, waiting(), "assumed")
+	c.Forget(member("g", "g1"))
+	assert.Equal(t, []string{"ns/g"}, waiting(), "its assumption forgotten, it waits again")
+
+	c.UpsertPod(member("late", "l1", boundTo("n2")))
+	c.UpsertPod(member("late", "l2"))
+	gang("late", 1, 1)
+	assert.Equal(t, []string{"ns/g"}, waiting(), "a PodGang seen after its member was bound is placed")
+	gang("late", 2, 2)
+	assert.Equal(t, []string{"ns/g", "ns/late"}, waiting(), "minReplicas grew past what is bound")
+	c.DeletePodGang("ns", "late")
+	assert.Equal(t, []string{"ns/g"}, waiting(), "a deleted PodGang waits for nothing")
+}
