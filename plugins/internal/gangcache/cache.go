@@ -725,6 +725,33 @@ func (c *Cache) HeldNodes(key string) map[string][]string {
 // BoundNodes lists the nodes of bound members per PodGroup.
 func (c *Cache) BoundNodes(key string) map[string][]string { return c.nodesOf(key, (*member).isBound) }
 
+// ScheduledAt is when gang key's bound members were bound, as the apiserver recorded it: the
+// latest PodScheduled=True transition among them. It is zero when the gang has no bound member
+// or one of them does not show the condition yet (the cache has its binding from PostBind,
+// before the pod's update arrives).
+func (c *Cache) ScheduledAt(key string) time.Time {
+	var latest time.Time
+	for _, pod := range c.podsOf(key, (*member).isBound) {
+		cond := podScheduledCondition(pod)
+		if cond == nil || cond.Status != v1.ConditionTrue {
+			return time.Time{}
+		}
+		if t := cond.LastTransitionTime.Time; t.After(latest) {
+			latest = t
+		}
+	}
+	return latest
+}
+
+func podScheduledCondition(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == v1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // DeviceAdvice is the DRA plugin's say in where a gang goes; the zero value changes nothing.
 type DeviceAdvice struct {
 	// Anchors lists, per PodGroup, nodes where devices already allocated to claims its members

@@ -389,3 +389,25 @@ func TestWaitingQuorumsFollowPlacementChanges(t *testing.T) {
 	c.DeletePodGang("ns", "late")
 	assert.Equal(t, []string{"ns/g"}, waiting(), "a deleted PodGang waits for nothing")
 }
+
+// TestScheduledAtIsTheLatestBindingOfTheBoundMembers: the time the apiserver recorded for the
+// bindings (PodScheduled), not the time someone asks; unknown while a bound member's update
+// has not arrived.
+func TestScheduledAtIsTheLatestBindingOfTheBoundMembers(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	scheduledAt := func(d time.Duration) func(*v1.Pod) {
+		return func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(d))}}
+		}
+	}
+	c := New()
+	c.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Generation: 1},
+		Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "a", MinReplicas: 2}}}})
+	assert.True(t, c.ScheduledAt("ns/g").IsZero(), "no member")
+	c.UpsertPod(memberPod("p1", "a", boundTo("n1"), scheduledAt(time.Second)))
+	c.UpsertPod(memberPod("p2", "a", boundTo("n2"), scheduledAt(3*time.Second)))
+	c.UpsertPod(memberPod("p3", "a"))
+	assert.Equal(t, t0.Add(3*time.Second), c.ScheduledAt("ns/g"), "the latest binding; a pending member does not count")
+	c.Bind(memberPod("p3", "a"), "n3")
+	assert.True(t, c.ScheduledAt("ns/g").IsZero(), "a member bound in the cache whose update has not arrived")
+}
