@@ -371,3 +371,27 @@ func (s *conflictingSubResource) Apply(ctx context.Context, obj runtime.ApplyCon
 	}
 	return s.SubResourceClient.Apply(ctx, obj, opts...)
 }
+
+// TestAPodGangDeletedBySomeoneElseIsCreatedAgain: the gang writer's record of its own last write
+// (for caches that do not show it yet) never keeps it from creating a PodGang again that someone
+// else deleted, even right after the writer wrote it.
+func TestAPodGangDeletedBySomeoneElseIsCreatedAgain(t *testing.T) {
+	e := newNamespace(t)
+	e.startOperator()
+	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "again"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("w", 2)}}}})
+	var first *schedv1alpha1.PodGang
+	e.eventually(func(c *assert.CollectT) {
+		first = e.podGang(c, "again-0")
+		assert.True(c, meta.IsStatusConditionTrue(first.Status.Conditions, schedv1alpha1.PodGangConditionInitialized))
+	})
+	require.NoError(t, e.c.Delete(e.ctx, first, client.Preconditions{UID: &first.UID}))
+
+	e.eventually(func(c *assert.CollectT) {
+		pg := e.podGang(c, "again-0")
+		assert.NotEqual(c, first.UID, pg.UID, "a new PodGang")
+		assert.Len(c, refNames(pg.Spec.PodGroups[0]), 2, "listing the clique's pods")
+		assert.True(c, meta.IsStatusConditionTrue(pg.Status.Conditions, schedv1alpha1.PodGangConditionInitialized))
+	})
+}
