@@ -365,6 +365,19 @@ func TestWaitingQuorumsFollowPlacementChanges(t *testing.T) {
 		return p
 	}
 	waiting := func() []string {
+		// The index WaitingQuorums walks holds exactly the records a full scan would pick.
+		c.mu.RLock()
+		want, got := map[string]bool{}, map[string]bool{}
+		for key, e := range c.gangs {
+			if e.podGang != nil && e.quorumPresent && !e.quorumHeld {
+				want[key] = true
+			}
+		}
+		for key := range c.waiting {
+			got[key] = true
+		}
+		c.mu.RUnlock()
+		assert.Equal(t, want, got, "the waiting index")
 		var out []string
 		for _, w := range c.WaitingQuorums(0, "", Only{}) {
 			out = append(out, w.Key)
@@ -388,6 +401,15 @@ func TestWaitingQuorumsFollowPlacementChanges(t *testing.T) {
 	assert.Equal(t, []string{"ns/g", "ns/late"}, waiting(), "minReplicas grew past what is bound")
 	c.DeletePodGang("ns", "late")
 	assert.Equal(t, []string{"ns/g"}, waiting(), "a deleted PodGang waits for nothing")
+	c.UpsertPod(member("g", "g2", terminating))
+	c.DeletePod(member("g", "g1"))
+	assert.Empty(t, waiting(), "its only present member gone, its quorum is not present")
+	c.DeletePod(member("g", "g2"))
+	c.DeletePodGang("ns", "g")
+	c.DeletePod(member("late", "l1"))
+	c.DeletePod(member("late", "l2"))
+	assert.Empty(t, waiting())
+	assert.Empty(t, c.gangs, "every record gone")
 }
 
 // TestScheduledAtIsTheLatestBindingOfTheBoundMembers: the time the apiserver recorded for the
