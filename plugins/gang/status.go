@@ -1,7 +1,6 @@
 package gang
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -139,13 +138,9 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 	cond := metav1.Condition{Type: v1alpha1.PodGangConditionScheduled, ObservedGeneration: pg.Generation}
 	existing := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionScheduled)
 	reason := w.ledger.Reason(gangcache.KeyOf(pg))
-	var scheduledAt time.Time
 	switch {
 	case g.Quorum.Bound():
 		cond.Status, cond.Reason = metav1.ConditionTrue, common.ReasonSufficientScheduledPods
-		if w.gangs != nil {
-			scheduledAt = w.gangs.ScheduledAt(gangcache.KeyOf(pg))
-		}
 		cond.Message = fmt.Sprintf("%d of %d required pods are bound", bound, required)
 		d.phase = v1alpha1.PodGangPhaseStarting
 		if running {
@@ -170,12 +165,16 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 	if len(cond.Message) > 32000 {
 		cond.Message = cond.Message[:32000]
 	}
-	// Scheduled turns True when the quorum was bound, not when this writer got to it: a write
-	// that lagged behind a preemption of the gang must not look like a placement after it
-	// (disruptionOver).
-	cond.LastTransitionTime = metav1.NewTime(cmp.Or(scheduledAt, time.Now()))
+	cond.LastTransitionTime = metav1.NewTime(time.Now())
 	if existing != nil && existing.Status == cond.Status {
 		cond.LastTransitionTime = existing.LastTransitionTime
+	} else if cond.Status == metav1.ConditionTrue && w.gangs != nil {
+		// Scheduled turns True when the quorum was bound, not when this writer got to it: a
+		// write that lagged behind a preemption of the gang must not look like a placement after
+		// it (disruptionOver).
+		if at := w.gangs.ScheduledAt(gangcache.KeyOf(pg)); !at.IsZero() {
+			cond.LastTransitionTime = metav1.NewTime(at)
+		}
 	}
 	d.condition = &cond
 	return d

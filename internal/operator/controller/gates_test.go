@@ -259,34 +259,53 @@ func (w *statusWrites) of(name string) int {
 }
 
 func (w *statusWrites) counted(name string) func(client.Client) client.Client {
-	return func(c client.Client) client.Client { return &statusCounting{Client: c, name: name, w: w} }
+	return func(c client.Client) client.Client {
+		return &statusHooked{Client: c, beforePatch: func(obj client.Object) {
+			if _, ok := obj.(*corev1alpha1.PodCliqueSet); ok {
+				w.mu.Lock()
+				w.by[name]++
+				w.mu.Unlock()
+			}
+		}}
+	}
 }
 
-type statusCounting struct {
+// statusHooked is a client whose status writes pass through hooks first: beforePatch sees each
+// status patch, and beforeApply may answer a status apply itself (a non-nil error, unsent).
+type statusHooked struct {
 	client.Client
-	name string
-	w    *statusWrites
+	beforePatch func(obj client.Object)
+	beforeApply func() error
 }
 
-func (c *statusCounting) Status() client.SubResourceWriter { return c.SubResource("status") }
+func (c *statusHooked) Status() client.SubResourceWriter { return c.SubResource("status") }
 
-func (c *statusCounting) SubResource(sub string) client.SubResourceClient {
-	return &countingSubResource{SubResourceClient: c.Client.SubResource(sub), sub: sub, c: c}
+func (c *statusHooked) SubResource(sub string) client.SubResourceClient {
+	if sub != "status" {
+		return c.Client.SubResource(sub)
+	}
+	return &hookedStatusWriter{SubResourceClient: c.Client.SubResource(sub), c: c}
 }
 
-type countingSubResource struct {
+type hookedStatusWriter struct {
 	client.SubResourceClient
-	sub string
-	c   *statusCounting
+	c *statusHooked
 }
 
-func (s *countingSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if _, ok := obj.(*corev1alpha1.PodCliqueSet); ok && s.sub == "status" {
-		s.c.w.mu.Lock()
-		s.c.w.by[s.c.name]++
-		s.c.w.mu.Unlock()
+func (s *hookedStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if s.c.beforePatch != nil {
+		s.c.beforePatch(obj)
 	}
 	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+func (s *hookedStatusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if s.c.beforeApply != nil {
+		if err := s.c.beforeApply(); err != nil {
+			return err
+		}
+	}
+	return s.SubResourceClient.Apply(ctx, obj, opts...)
 }
 
 // TestAConflictingPodGangStatusWriteIsRetriedNotReported: the gang writer's status write of a
@@ -345,31 +364,12 @@ type conflictOnce struct {
 }
 
 func (o *conflictOnce) wrap(c client.Client) client.Client {
-	return &conflictingStatus{Client: c, o: o}
-}
-
-type conflictingStatus struct {
-	client.Client
-	o *conflictOnce
-}
-
-func (c *conflictingStatus) Status() client.SubResourceWriter { return c.SubResource("status") }
-
-func (c *conflictingStatus) SubResource(sub string) client.SubResourceClient {
-	return &conflictingSubResource{SubResourceClient: c.Client.SubResource(sub), sub: sub, o: c.o}
-}
-
-type conflictingSubResource struct {
-	client.SubResourceClient
-	sub string
-	o   *conflictOnce
-}
-
-func (s *conflictingSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if s.sub == "status" && s.o.answered.CompareAndSwap(false, true) {
-		return apierrors.NewConflict(schema.GroupResource{Group: schedv1alpha1.SchemeGroupVersion.Group, Resource: "podgangs"}, "", errors.New("injected: the object has been modified"))
-	}
-	return s.SubResourceClient.Apply(ctx, obj, opts...)
+	return &statusHooked{Client: c, beforeApply: func() error {
+		if o.answered.CompareAndSwap(false, true) {
+			return apierrors.NewConflict(schema.GroupResource{Group: schedv1alpha1.SchemeGroupVersion.Group, Resource: "podgangs"}, "", errors.New("injected: the object has been modified"))
+		}
+		return nil
+	}}
 }
 
 // TestAPodGangDeletedBySomeoneElseIsCreatedAgain: the gang writer's record of its own last write

@@ -242,6 +242,8 @@ func (r *Reconciler) gangClient() client.Client {
 	return cmp.Or(r.GangClient, r.Client) // the manager's client when no writer has its own
 }
 
+func (r *Reconciler) statusClient() client.Client { return cmp.Or(r.StatusClient, r.Client) }
+
 // forgetPodGang drops what is kept of a PodGang deleted on purpose.
 func (r *Reconciler) forgetPodGang(pg client.Object) {
 	r.syncedPodGangs.Delete(pg.GetUID())

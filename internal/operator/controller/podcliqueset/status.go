@@ -50,11 +50,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	}
 	patch := client.MergeFrom(st.stored.DeepCopy())
 	st.stored.Status = status
-	statusClient := r.StatusClient
-	if statusClient == nil {
-		statusClient = r.Client
-	}
-	return client.IgnoreNotFound(statusClient.Status().Patch(ctx, st.stored, patch))
+	return client.IgnoreNotFound(r.statusClient().Status().Patch(ctx, st.stored, patch))
 }
 
 // podGangStatuses summarises the PodCliqueSet's PodGangs (upstream Grove's
