@@ -24,6 +24,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/clustertopologybinding"
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
 	"github.com/ai-dynamo/grove/internal/operator/controller/managedtopology"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
@@ -72,6 +73,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: dc, Recorder: recorder,
 		Logger: mgr.GetLogger().WithName("backend"),
 	}, cfg.Scheduler); err != nil {
+		return err
+	}
+	if err := common.RegisterLabelIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	controllerOpts := func(c configv1alpha1.ConcurrencyConfiguration) controller.Options {

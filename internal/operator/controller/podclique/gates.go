@@ -166,7 +166,7 @@ func (r *Reconciler) baseGangScheduled(ctx context.Context, namespace, base stri
 		return false, client.IgnoreNotFound(err)
 	}
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{apicommon.LabelPodGang: base}); err != nil {
+	if err := common.ListManaged(ctx, r.Client, pods, namespace, map[string]string{apicommon.LabelPodGang: base}, apicommon.LabelPodGang); err != nil {
 		return false, err
 	}
 	scheduled := map[string]int32{}
@@ -203,8 +203,8 @@ func (r *Reconciler) scaledGangCliques(ctx context.Context, obj client.Object) [
 		return nil
 	}
 	list := &corev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{apicommon.LabelBasePodGang: gang}); err != nil {
+	if err := common.ListManaged(ctx, r.Client, list, obj.GetNamespace(),
+		map[string]string{apicommon.LabelBasePodGang: gang}, apicommon.LabelBasePodGang); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliques of scaled PodGangs", "basePodGang", gang)
 		return nil
 	}

@@ -84,8 +84,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // listPods lists the PodClique's pods from the cache.
 func (r *Reconciler) listPods(ctx context.Context, pclq *corev1alpha1.PodClique) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(pclq.Namespace),
-		client.MatchingLabels(common.PodCliqueSelector(common.PodCliqueSetName(pclq), pclq.Name))); err != nil {
+	if err := common.ListManaged(ctx, r.Client, list, pclq.Namespace,
+		common.PodCliqueSelector(common.PodCliqueSetName(pclq), pclq.Name), apicommon.LabelPodClique); err != nil {
 		return nil, err
 	}
 	pods := make([]*corev1.Pod, 0, len(list.Items))

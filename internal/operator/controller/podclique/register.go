@@ -65,8 +65,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // to another replica.
 func (r *Reconciler) standaloneCliques(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &corev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels(common.ComponentLabels(obj.GetName(), apicommon.ComponentPCSPodClique))); err != nil {
+	if err := common.ListManaged(ctx, r.Client, list, obj.GetNamespace(),
+		common.ComponentLabels(obj.GetName(), apicommon.ComponentPCSPodClique), apicommon.LabelPartOfKey); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliques", "podCliqueSet", obj.GetName())
 		return nil
 	}

@@ -80,9 +80,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // listMembers lists the group's PodCliques from the cache.
 func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup) ([]*corev1alpha1.PodClique, error) {
 	list := &corev1alpha1.PodCliqueList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(pcsg.Namespace), client.MatchingLabels{
+	if err := common.ListManaged(ctx, r.Client, list, pcsg.Namespace, map[string]string{
 		apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg), apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
-	}); err != nil {
+	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
 		return nil, err
 	}
 	var out []*corev1alpha1.PodClique

@@ -47,8 +47,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // scalingGroupsOf maps a PodCliqueSet to its scaling groups.
 func (r *Reconciler) scalingGroupsOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &corev1alpha1.PodCliqueScalingGroupList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels(common.ComponentLabels(obj.GetName(), apicommon.ComponentPodCliqueScalingGroup))); err != nil {
+	if err := common.ListManaged(ctx, r.Client, list, obj.GetNamespace(),
+		common.ComponentLabels(obj.GetName(), apicommon.ComponentPodCliqueScalingGroup), apicommon.LabelPartOfKey); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing PodCliqueScalingGroups", "podCliqueSet", obj.GetName())
 		return nil
 	}

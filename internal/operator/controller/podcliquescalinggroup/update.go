@@ -158,10 +158,10 @@ func (r *Reconciler) writeProgress(ctx context.Context, pcsg *corev1alpha1.PodCl
 // groupReplicas reads the state of each group replica from its members' pods.
 func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) ([]groupReplica, error) {
 	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(pcsg.Namespace), client.MatchingLabels{
+	if err := common.ListManaged(ctx, r.Client, list, pcsg.Namespace, map[string]string{
 		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg),
 		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
-	}); err != nil {
+	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
 		return nil, err
 	}
 	pods := map[string][]*corev1.Pod{}

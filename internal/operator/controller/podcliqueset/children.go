@@ -11,6 +11,8 @@ import (
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
 // childKind names a kind of child the reconcile observes.
@@ -33,7 +35,7 @@ const (
 type children struct {
 	reader    client.Reader
 	namespace string
-	labels    client.MatchingLabels
+	labels    map[string]string
 
 	mu    sync.Mutex
 	lists [childKinds]client.ObjectList
@@ -57,7 +59,7 @@ func (c *children) list(ctx context.Context, kind childKind, empty func() client
 		return l, nil
 	}
 	l := empty()
-	if err := c.reader.List(ctx, l, append(opts, client.InNamespace(c.namespace), c.labels)...); err != nil {
+	if err := common.ListManaged(ctx, c.reader, l, c.namespace, c.labels, apicommon.LabelPartOfKey, opts...); err != nil {
 		return nil, err
 	}
 	c.lists[kind] = l

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -16,6 +17,8 @@ import (
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
 // The reconcile reads each kind of child once; a write to a kind makes the next reader list it
@@ -29,7 +32,10 @@ func TestChildrenAreListedOncePerKindUntilWritten(t *testing.T) {
 	clique := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "inference-0-router", Labels: apicommon.DefaultLabels("inference")}}
 	foreign := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other-0-router", Labels: apicommon.DefaultLabels("other")}}
 	lists := map[string]int{}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(clique, foreign).WithInterceptorFuncs(interceptor.Funcs{
+	byPCS := common.LabelIndex(apicommon.LabelPartOfKey)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(clique, foreign).
+		WithIndex(&corev1alpha1.PodClique{}, byPCS, common.IndexManagedLabel(apicommon.LabelPartOfKey)).
+		WithIndex(&corev1.Pod{}, byPCS, common.IndexManagedLabel(apicommon.LabelPartOfKey)).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			lists[typeName(list)]++
 			return c.List(ctx, list, opts...)
