@@ -160,7 +160,9 @@ func (e *env) requireProgramsRunning(t *testing.T, v string) {
 		for _, pod := range pods {
 			assert.Equal(t, nodeName, pod.Spec.NodeName, "%s runs on the real node", pod.Name)
 			assert.Equal(t, p.name, pod.Spec.ServiceAccountName)
-			assert.Zero(t, pod.Status.ContainerStatuses[0].RestartCount, "%s restarted", pod.Name)
+			if pod.Status.ContainerStatuses[0].RestartCount > 0 {
+				t.Errorf("%s restarted; the end of the previous container's log:\n%s", pod.Name, e.previousLog(ctx, &pod))
+			}
 		}
 		// Leader election: one of these pods holds the lease.
 		require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -557,4 +559,13 @@ func metaItems(list client.ObjectList) ([]client.Object, error) {
 		out = append(out, co)
 	}
 	return out, nil
+}
+
+// previousLog is the end of the log of the pod's previous (restarted) container.
+func (e *env) previousLog(ctx context.Context, pod *corev1.Pod) string {
+	out, err := e.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Previous: true, TailLines: ptr.To[int64](40)}).DoRaw(ctx)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return string(out)
 }

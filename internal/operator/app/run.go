@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -127,6 +128,9 @@ func Run(ctx context.Context, cfg *configv1alpha1.OperatorConfiguration) error {
 	mgr, err := ctrl.NewManager(restCfg, ManagerOptions(cfg, scheme))
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := waitForKinds(ctx, mgr.GetRESTMapper(), groveKinds, time.Second, crdWaitTimeout, log); err != nil {
+		return err
 	}
 	if err := grovemetrics.Register(mgr.GetCache()); err != nil {
 		return err
