@@ -9,23 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/ai-dynamo/grove/internal/testenv/backendtest"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
-	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // ListManaged selects exactly what the label selector did, among the objects grove-operator
 // manages: the index narrows by one label and the rest of the selector still applies.
 func TestListManagedSelectsWhatTheLabelsSelect(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, corev1alpha1.AddToScheme(scheme))
-	require.NoError(t, schedv1alpha1.AddToScheme(scheme))
 	pod := func(ns, name string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 	}
@@ -39,7 +32,7 @@ func TestListManagedSelectsWhatTheLabelsSelect(t *testing.T) {
 		pod("ns", "unmanaged", unmanaged),                       // not grove-operator's
 		pod("elsewhere", "inf-0-w-a", withClique("inf", "inf-0-w")),
 	}
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	b := fake.NewClientBuilder().WithScheme(backendtest.Scheme()).WithObjects(objs...)
 	for _, ix := range labelIndexes {
 		for _, key := range ix.keys {
 			b = b.WithIndex(ix.obj, LabelIndex(key), IndexManagedLabel(key))
