@@ -11,6 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 )
 
 // servedAfter is a RESTMapper whose kinds are served only from its n-th lookup round on, as
@@ -59,5 +63,41 @@ func TestWaitForKinds(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.wantErr)
 			assert.Contains(t, err.Error(), "PodGang.scheduler.grove.io")
 		})
+	}
+}
+
+// The operator's own RESTMapper, against a real apiserver whose Grove CRDs are installed only
+// after the operator began to wait: the wait ends once they are served (a mapper that kept its
+// first "no match" would never see them, and the operator would give up).
+func TestWaitForKindsSeesCRDsInstalledLater(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{SkipGroveCRDs: true, WithoutControllerManager: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Stop() })
+	httpClient, err := rest.HTTPClientFor(c.Config)
+	require.NoError(t, err)
+	mapper, err := apiutil.NewDynamicRESTMapper(c.Config, httpClient)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		done <- waitForKinds(ctx, mapper, groveKinds, 100*time.Millisecond, time.Minute, logr.Discard())
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ended before Grove's CRDs were installed: %v", err)
+	case <-time.After(time.Second):
+	}
+	dir, err := cluster.CRDDir()
+	require.NoError(t, err)
+	require.NoError(t, c.InstallCRDs(ctx, dir))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the wait did not end within a minute of the CRDs being installed")
 	}
 }
