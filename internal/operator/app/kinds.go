@@ -52,7 +52,7 @@ func waitForKinds(ctx context.Context, mapper meta.RESTMapper, kinds []schema.Gr
 		}
 		return len(missing) == 0, nil
 	})
-	if err != nil && len(missing) > 0 {
+	if wait.Interrupted(err) && len(missing) > 0 {
 		return fmt.Errorf("the apiserver does not serve %s after %v: are Grove's CRDs installed? %w", strings.Join(missing, ", "), timeout, err)
 	}
 	return err

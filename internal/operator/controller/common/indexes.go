@@ -3,6 +3,7 @@ package common
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,20 +69,12 @@ func ListManaged(ctx context.Context, reader client.Reader, list client.ObjectLi
 		return fmt.Errorf("listing by the index of label %s: the selector %v does not hold it", indexed, sel)
 	}
 	opts = append(opts, client.InNamespace(namespace), client.MatchingFields{LabelIndex(indexed): v})
-	if rest := withoutKeys(sel, indexed, apicommon.LabelManagedByKey); len(rest) > 0 {
+	// The index already holds the indexed label and managed-by.
+	rest := maps.Clone(sel)
+	delete(rest, indexed)
+	delete(rest, apicommon.LabelManagedByKey)
+	if len(rest) > 0 {
 		opts = append(opts, client.MatchingLabels(rest))
 	}
 	return reader.List(ctx, list, opts...)
-}
-
-// withoutKeys is sel without the given keys (the index already holds them).
-func withoutKeys(sel map[string]string, keys ...string) map[string]string {
-	out := make(map[string]string, len(sel))
-	for k, v := range sel {
-		out[k] = v
-	}
-	for _, k := range keys {
-		delete(out, k)
-	}
-	return out
 }
