@@ -60,6 +60,9 @@ const (
 	// gangCacheBehindRetry is when a pass comes back to a PodGang it left alone because the
 	// cache did not show the latest write to it yet.
 	gangCacheBehindRetry = 500 * time.Millisecond
+	// minGangRequeue is the soonest a pass comes back for a gang whose grace ran out while the
+	// pass went on: the next one plans it from a fresh read of the cache.
+	minGangRequeue = 50 * time.Millisecond
 )
 
 func newGangWriter(r *Reconciler) *gangWriter {

@@ -36,6 +36,11 @@ type podGangs struct{ r *Reconciler }
 func (*podGangs) Name() string { return "podgang" }
 
 func (c *podGangs) Sync(ctx context.Context, st *state) error {
+	// The plan is what the cache showed at this instant: whether an incomplete gang is due is
+	// judged at it, not when its turn comes in the batches below. Seconds into a long pass the
+	// grace had run out for gangs whose last pods the cache had since shown, and they were
+	// created incomplete and written again, complete, at the next pass.
+	planned := c.r.now()
 	in, err := c.planInput(ctx, st)
 	if err != nil {
 		return err
@@ -68,7 +73,7 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 	// others', and one after another they made the last gang (and its pods' gates) wait for
 	// every other gang's round trips.
 	_, err = common.SlowStart(ctx, len(plan), func(ctx context.Context, i int) error {
-		if err := c.apply(ctx, st, plan[i], existing[plan[i].name]); err != nil {
+		if err := c.apply(ctx, st, plan[i], existing[plan[i].name], planned); err != nil {
 			return fmt.Errorf("PodGang %s: %w", plan[i].name, err)
 		}
 		return nil
@@ -119,8 +124,9 @@ func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, err
 	return in, nil
 }
 
-// apply creates or updates one PodGang, syncs it to the backend and marks it Initialized.
-func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *schedv1alpha1.PodGang) error {
+// apply creates or updates one PodGang, syncs it to the backend and marks it Initialized;
+// planned is when the cache was read for the plan.
+func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *schedv1alpha1.PodGang, planned time.Time) error {
 	labels, annotations := gangMetadata(st)
 	maps.Copy(labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodGang, g.replica))
 	if st.backend != nil {
@@ -146,8 +152,8 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		return nil
 	}
 	if pg == nil {
-		if wait := g.createIn(time.Now()); wait > 0 {
-			st.requeueAfter(wait)
+		if wait := g.createIn(planned); wait > 0 {
+			st.requeueAfter(max(wait-c.r.now().Sub(planned), minGangRequeue))
 			return nil
 		}
 		if taken, err := c.nameTaken(ctx, st, g.name); err != nil || taken {

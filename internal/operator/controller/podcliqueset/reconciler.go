@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -68,8 +69,17 @@ type Reconciler struct {
 	// that run on a cache that still shows them bound.
 	partialReleased *uidSet
 	initOnce        sync.Once
+	// clock is the real clock unless a test sets it.
+	clock clock.PassiveClock
 	// gangs writes the PodGangs (gangwriter.go); SetupWithManager starts it.
 	gangs *gangWriter
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.clock == nil {
+		return time.Now()
+	}
+	return r.clock.Now()
 }
 
 // state is what one reconcile of a PodCliqueSet works from.
