@@ -21,10 +21,17 @@ type gangPlanInput struct {
 	pcsgs map[string]*corev1alpha1.PodCliqueScalingGroup
 	// pods are the names of live pods by PodGang and PodClique (from the pods' labels).
 	pods map[string]map[string][]string
-	// firstPod is when the oldest live pod of each PodGang was created.
-	firstPod map[string]time.Time
+	// firstPod and lastPod are when the oldest and the newest live pod of each PodGang were
+	// created.
+	firstPod, lastPod map[string]time.Time
+	// completeGrace, when set, is how long after its newest pod a complete gang is left to the
+	// gang creator (gangcreator.go), which creates it as that pod appears.
+	completeGrace time.Duration
 	// topology holds the translated constraints (empty without topology-aware scheduling).
 	topology packing.Translated
+	// onlyReplica, when set, restricts the plan to that PodCliqueSet replica (the other
+	// replicas' objects need not be in the input).
+	onlyReplica *int
 }
 
 // plannedGang is one PodGang the PodCliqueSet should have.
@@ -37,9 +44,11 @@ type plannedGang struct {
 	spec         schedv1alpha1.PodGangSpec
 	// complete is true once every pod of every group exists and is referenced.
 	complete bool
-	// firstPod is when its oldest pod was created, firstClique its oldest PodClique (zero
-	// when none exists).
-	firstPod, firstClique time.Time
+	// firstPod and lastPod are when its oldest and newest pods were created, firstClique its
+	// oldest PodClique (zero when none exists).
+	firstPod, lastPod, firstClique time.Time
+	// completeGrace: gangPlanInput.completeGrace.
+	completeGrace time.Duration
 }
 
 // A PodGang is created with its pods, so that it is written once, complete, rather than
@@ -53,11 +62,17 @@ type plannedGang struct {
 const (
 	incompleteGangGrace = 2 * time.Second
 	emptyGangGrace      = 10 * time.Second
+	// completeGangGrace is how long the gang writer's passes leave a gang that became complete
+	// to the gang creator: both creating it made one create in four fail with AlreadyExists
+	// in a 500-replica apply. Pod creation times have whole seconds, hence 2 s for at least 1.
+	completeGangGrace = 2 * time.Second
 )
 
 // createIn is how long to wait before creating the absent PodGang; 0 means now.
 func (g *plannedGang) createIn(now time.Time) time.Duration {
 	switch {
+	case g.complete && g.completeGrace > 0 && !g.lastPod.IsZero():
+		return max(0, g.lastPod.Add(g.completeGrace).Sub(now))
 	case g.complete:
 		return 0
 	case !g.firstPod.IsZero():
@@ -77,6 +92,9 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 	t := &in.pcs.Spec.Template
 	var gangs []plannedGang
 	for i := range int(in.pcs.Spec.Replicas) {
+		if in.onlyReplica != nil && *in.onlyReplica != i {
+			continue
+		}
 		base := plannedGang{name: apicommon.BasePodGangName(in.pcs.Name, i), replica: i, complete: true}
 		base.spec.TopologyConstraint = in.topology.PodCliqueSet
 		for _, c := range t.StandaloneCliques() {
@@ -169,12 +187,16 @@ func (g *plannedGang) addGroup(in gangPlanInput, pclqName string, clique *corev1
 	if t, ok := in.firstPod[g.name]; ok {
 		g.firstPod = t
 	}
+	if t, ok := in.lastPod[g.name]; ok {
+		g.lastPod = t
+	}
+	g.completeGrace = in.completeGrace
 }
 
 // podsByGang groups live pod names by their PodGang and PodClique labels, and finds each
-// PodGang's oldest pod.
-func podsByGang(pods []podRef) (names map[string]map[string][]string, first map[string]time.Time) {
-	names, first = map[string]map[string][]string{}, map[string]time.Time{}
+// PodGang's oldest and newest pods.
+func podsByGang(pods []podRef) (names map[string]map[string][]string, first, last map[string]time.Time) {
+	names, first, last = map[string]map[string][]string{}, map[string]time.Time{}, map[string]time.Time{}
 	for _, p := range pods {
 		if names[p.gang] == nil {
 			names[p.gang] = map[string][]string{}
@@ -183,8 +205,11 @@ func podsByGang(pods []podRef) (names map[string]map[string][]string, first map[
 		if t, ok := first[p.gang]; !ok || p.created.Before(t) {
 			first[p.gang] = p.created
 		}
+		if t, ok := last[p.gang]; !ok || p.created.After(t) {
+			last[p.gang] = p.created
+		}
 	}
-	return names, first
+	return names, first, last
 }
 
 // podRef is what the PodGang planner needs of a pod.

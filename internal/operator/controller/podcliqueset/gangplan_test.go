@@ -159,12 +159,15 @@ func TestCreateInWaitsForTheGangsPods(t *testing.T) {
 	}{
 		"complete":                       {plannedGang{complete: true}, 0},
 		"complete, cliques just created": {plannedGang{complete: true, firstClique: now}, 0},
-		"first pod just created":         {plannedGang{firstPod: now, firstClique: ago(time.Minute)}, incompleteGangGrace},
-		"first pod a second old":         {plannedGang{firstPod: ago(time.Second), firstClique: ago(time.Minute)}, incompleteGangGrace - time.Second},
-		"first pod past the grace":       {plannedGang{firstPod: ago(incompleteGangGrace + time.Second)}, 0},
-		"no pod, cliques 3s old":         {plannedGang{firstClique: ago(3 * time.Second)}, emptyGangGrace - 3*time.Second},
-		"no pod, cliques past the grace": {plannedGang{firstClique: ago(emptyGangGrace)}, 0},
-		"no clique seen yet":             {plannedGang{}, emptyGangGrace},
+		"complete, left to the gang creator for a while": {plannedGang{complete: true, lastPod: ago(time.Second), completeGrace: completeGangGrace},
+			completeGangGrace - time.Second},
+		"complete, the gang creator's while is over": {plannedGang{complete: true, lastPod: ago(completeGangGrace), completeGrace: completeGangGrace}, 0},
+		"first pod just created":                     {plannedGang{firstPod: now, firstClique: ago(time.Minute)}, incompleteGangGrace},
+		"first pod a second old":                     {plannedGang{firstPod: ago(time.Second), firstClique: ago(time.Minute)}, incompleteGangGrace - time.Second},
+		"first pod past the grace":                   {plannedGang{firstPod: ago(incompleteGangGrace + time.Second)}, 0},
+		"no pod, cliques 3s old":                     {plannedGang{firstClique: ago(3 * time.Second)}, emptyGangGrace - 3*time.Second},
+		"no pod, cliques past the grace":             {plannedGang{firstClique: ago(emptyGangGrace)}, 0},
+		"no clique seen yet":                         {plannedGang{}, emptyGangGrace},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.gang.createIn(now))
@@ -172,8 +175,8 @@ func TestCreateInWaitsForTheGangsPods(t *testing.T) {
 	}
 }
 
-// TestPlanRecordsTheOldestPodAndClique: the planner carries each gang's oldest pod (from the
-// pods' creation times) and oldest existing PodClique into the plan.
+// TestPlanRecordsTheOldestPodAndClique: the planner carries each gang's oldest and newest pods
+// (from the pods' creation times) and oldest existing PodClique into the plan.
 func TestPlanRecordsTheOldestPodAndClique(t *testing.T) {
 	pcs := testPCS(1)
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -182,15 +185,31 @@ func TestPlanRecordsTheOldestPodAndClique(t *testing.T) {
 		pclqs[name] = &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second))},
 			Spec: corev1alpha1.PodCliqueSpec{Replicas: 1}}
 	}
-	names, first := podsByGang([]podRef{
+	names, first, last := podsByGang([]podRef{
 		{name: "p-0-router-0", gang: "p-0", pclq: "p-0-router", created: t0.Add(5 * time.Second)},
 		{name: "p-0-w-0-decode-0", gang: "p-0", pclq: "p-0-w-0-decode", created: t0.Add(4 * time.Second)},
 	})
-	gangs := planPodGangs(gangPlanInput{pcs: pcs, pclqs: pclqs, pods: names, firstPod: first})
+	gangs := planPodGangs(gangPlanInput{pcs: pcs, pclqs: pclqs, pods: names, firstPod: first, lastPod: last})
 	require.NotEmpty(t, gangs)
 	base := gangs[0]
 	require.Equal(t, "p-0", base.name)
 	assert.False(t, base.complete, "prefill has no pod and one scaling-group replica has no PodCliques")
 	assert.Equal(t, t0.Add(4*time.Second), base.firstPod)
+	assert.Equal(t, t0.Add(5*time.Second), base.lastPod)
 	assert.Equal(t, t0, base.firstClique)
+}
+
+// A plan restricted to one replica has that replica's gangs, as the whole plan has them.
+func TestPlanPodGangsOfOneReplica(t *testing.T) {
+	whole := planPodGangs(gangPlanInput{pcs: testPCS(3)})
+	for replica := range 3 {
+		var want []gangSummary
+		for _, g := range whole {
+			if g.replica == replica {
+				want = append(want, summarize([]plannedGang{g})...)
+			}
+		}
+		require.NotEmpty(t, want)
+		assert.Equal(t, want, summarize(planPodGangs(gangPlanInput{pcs: testPCS(3), onlyReplica: ptr.To(replica)})), "replica %d", replica)
+	}
 }

@@ -84,6 +84,9 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, error) {
 	in := gangPlanInput{pcs: st.pcs, pclqs: map[string]*corev1alpha1.PodClique{},
 		pcsgs: map[string]*corev1alpha1.PodCliqueScalingGroup{}, topology: st.translated()}
+	if c.r.gangCreator {
+		in.completeGrace = completeGangGrace
+	}
 	pclqs, err := st.children.podCliques(ctx)
 	if err != nil {
 		return in, err
@@ -106,22 +109,27 @@ func (c *podGangs) planInput(ctx context.Context, st *state) (gangPlanInput, err
 	if err != nil {
 		return in, err
 	}
+	in.pods, in.firstPod, in.lastPod = podsByGang(memberPods(pods, in.pclqs))
+	return in, nil
+}
+
+// memberPods are the live pods that count as members of their PodGangs: only pods their
+// PodClique (one of pclqs) controls; a stray pod with our labels is ignored.
+func memberPods(pods []corev1.Pod, pclqs map[string]*corev1alpha1.PodClique) []podRef {
 	refs := make([]podRef, 0, len(pods))
 	for i := range pods {
 		p := &pods[i]
 		if !common.IsActive(p) {
 			continue
 		}
-		// Only pods their PodClique controls count; a stray pod with our labels is ignored.
 		owner := metav1.GetControllerOf(p)
 		pclq := p.Labels[apicommon.LabelPodClique]
-		if owner == nil || owner.Kind != "PodClique" || owner.Name != pclq || in.pclqs[pclq] == nil {
+		if owner == nil || owner.Kind != "PodClique" || owner.Name != pclq || pclqs[pclq] == nil {
 			continue
 		}
 		refs = append(refs, podRef{name: p.Name, gang: p.Labels[apicommon.LabelPodGang], pclq: pclq, created: p.CreationTimestamp.Time})
 	}
-	in.pods, in.firstPod = podsByGang(refs)
-	return in, nil
+	return refs
 }
 
 // apply creates or updates one PodGang, syncs it to the backend and marks it Initialized;

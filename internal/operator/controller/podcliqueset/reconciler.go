@@ -69,6 +69,9 @@ type Reconciler struct {
 	// that run on a cache that still shows them bound.
 	partialReleased *uidSet
 	initOnce        sync.Once
+	// gangCreator: the gang creator runs (SetupWithManager), so passes leave it the gangs
+	// that just became complete.
+	gangCreator bool
 	// clock is the real clock unless a test sets it.
 	clock clock.PassiveClock
 	// gangs writes the PodGangs (gangwriter.go); SetupWithManager starts it.

@@ -34,6 +34,10 @@ const ControllerName = "podcliqueset"
 // GangWriterName names the PodCliqueSet controller's PodGang writer (its client's user agent).
 const GangWriterName = "podcliqueset-podgangs"
 
+// GangCreatorName names the gang writer's fast path for complete new PodGangs (gangcreator.go);
+// it writes through the gang writer's client.
+const GangCreatorName = "podcliqueset-podgang-creates"
+
 // StatusWriterName names the client of the PodCliqueSet controller's status writes (its user
 // agent).
 const StatusWriterName = "podcliqueset-status"
@@ -90,6 +94,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := r.gangs.setup(mgr, opts); err != nil {
 		return err
 	}
+	if err := (&gangCreator{r: r}).setup(mgr, opts); err != nil {
+		return err
+	}
+	r.gangCreator = true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).

@@ -1,0 +1,142 @@
+package podcliqueset
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// gangCreator creates a PodGang the moment the pods of its replica are all there, one gang per
+// request. The gang writer's passes plan every gang of a PodCliqueSet and write the due ones
+// in batches: at hundreds of replicas a pass took 0.4-1.7 s while pods were being created, so
+// gangs appeared in bursts, and so did the gate PATCHes that wait for them, above the gate
+// lifter's QPS. The gang writer still owns every PodGang (updates, incomplete gangs, deletion,
+// the PodCliqueSet's status); this is only its fast path for the create of a complete gang,
+// through the same code, client and record of writes, so that the two never write one gang
+// twice from a stale cache.
+type gangCreator struct{ r *Reconciler }
+
+func (c *gangCreator) setup(mgr ctrl.Manager, opts controller.Options) error {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(GangCreatorName).
+		WithOptions(opts).
+		// Only creations: a gang completes when its last pod is created.
+		Watches(&corev1.Pod{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+				if gang := e.Object.GetLabels()[apicommon.LabelPodGang]; gang != "" && e.Object.GetLabels()[apicommon.LabelPartOfKey] != "" {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: gang}})
+				}
+			},
+		}).
+		Complete(c)
+}
+
+// Reconcile creates the PodGang named by the request when it does not exist and its plan is
+// complete; anything else is left to the gang writer.
+func (c *gangCreator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	err := c.create(ctx, req.NamespacedName)
+	grovemetrics.ObserveReconcileError(GangCreatorName, err)
+	return reconcile.Result{}, err
+}
+
+func (c *gangCreator) create(ctx context.Context, key types.NamespacedName) error {
+	if err := c.r.Client.Get(ctx, key, &schedv1alpha1.PodGang{}); client.IgnoreNotFound(err) != nil || err == nil {
+		return client.IgnoreNotFound(err)
+	}
+	pods := &corev1.PodList{}
+	if err := common.ListManaged(ctx, c.r.Client, pods, key.Namespace, map[string]string{apicommon.LabelPodGang: key.Name},
+		apicommon.LabelPodGang, client.UnsafeDisableDeepCopy); err != nil || len(pods.Items) == 0 {
+		return err
+	}
+	first := &pods.Items[0]
+	replica, ok := common.IntLabel(first, apicommon.LabelPodCliqueSetReplicaIndex)
+	if !ok {
+		return nil
+	}
+	stored := &corev1alpha1.PodCliqueSet{}
+	if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: first.Labels[apicommon.LabelPartOfKey]}, stored); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if common.IsTerminating(stored) {
+		return nil
+	}
+	st := c.r.newState(stored)
+	if err := c.r.resolveTopology(ctx, st); err != nil {
+		return nil // the gang writer reports it on the PodCliqueSet
+	}
+	in, err := c.replicaInput(ctx, st, replica, pods.Items)
+	if err != nil {
+		return err
+	}
+	for _, g := range planPodGangs(in) {
+		if g.name != key.Name {
+			continue
+		}
+		if !g.complete {
+			return nil // the gang writer creates it after its grace
+		}
+		return (&podGangs{c.r}).apply(ctx, st, g, nil, c.r.now())
+	}
+	return nil
+}
+
+// replicaInput is the gang plan input of one PodCliqueSet replica, read object by object: its
+// PodCliques and scaling groups by name, and the given pods.
+func (c *gangCreator) replicaInput(ctx context.Context, st *state, replica int, pods []corev1.Pod) (gangPlanInput, error) {
+	in := gangPlanInput{pcs: st.pcs, pclqs: map[string]*corev1alpha1.PodClique{},
+		pcsgs: map[string]*corev1alpha1.PodCliqueScalingGroup{}, topology: st.translated(), onlyReplica: &replica}
+	addClique := func(name string) error {
+		pclq := &corev1alpha1.PodClique{}
+		if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: st.pcs.Namespace, Name: name}, pclq); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !common.IsTerminating(pclq) && pclq.Labels[apicommon.LabelPartOfKey] == st.pcs.Name {
+			in.pclqs[name] = pclq
+		}
+		return nil
+	}
+	t := &st.pcs.Spec.Template
+	for _, clq := range t.StandaloneCliques() {
+		if err := addClique(apicommon.StandalonePodCliqueName(st.pcs.Name, replica, clq.Name)); err != nil {
+			return in, err
+		}
+	}
+	for gi := range t.PodCliqueScalingGroupConfigs {
+		g := &t.PodCliqueScalingGroupConfigs[gi]
+		name := apicommon.PodCliqueScalingGroupName(st.pcs.Name, replica, g.Name)
+		replicas := int(corev1alpha1.ScalingGroupReplicas(g))
+		pcsg := &corev1alpha1.PodCliqueScalingGroup{}
+		if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: st.pcs.Namespace, Name: name}, pcsg); client.IgnoreNotFound(err) != nil {
+			return in, err
+		} else if err == nil && metav1.IsControlledBy(pcsg, st.stored) {
+			in.pcsgs[name] = pcsg
+			replicas = int(pcsg.Spec.Replicas)
+		}
+		for j := range replicas {
+			for _, member := range g.CliqueNames {
+				if err := addClique(apicommon.ScalingGroupPodCliqueName(name, j, member)); err != nil {
+					return in, err
+				}
+			}
+		}
+	}
+	in.pods, in.firstPod, in.lastPod = podsByGang(memberPods(pods, in.pclqs))
+	return in, nil
+}
