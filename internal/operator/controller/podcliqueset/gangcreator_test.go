@@ -98,9 +98,19 @@ func TestGangCreatorCreatesACompleteGangOfItsReplica(t *testing.T) {
 	assert.Equal(t, "1", pg.Labels[apicommon.LabelPodCliqueSetReplicaIndex])
 	assert.True(t, metav1.IsControlledBy(pg, pcs), "owned by its PodCliqueSet, as the gang writer's gangs are")
 
-	_, err := gc.Reconcile(ctx, gangRequest("p-1"))
+	res, err := gc.Reconcile(ctx, gangRequest("p-1"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"p-1"}, created, "an existing gang is the gang writer's")
+	assert.Zero(t, res.RequeueAfter)
+
+	// The old gang of a replica made again is still going away: no pod event will come back,
+	// so the request does.
+	old := &schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-9", Finalizers: []string{"test/hold"}}}
+	require.NoError(t, c.Create(ctx, old))
+	require.NoError(t, c.Delete(ctx, old))
+	res, err = gc.Reconcile(ctx, gangRequest("p-9"))
+	require.NoError(t, err)
+	assert.Positive(t, res.RequeueAfter)
 }
 
 func gangRequest(name string) reconcile.Request {
