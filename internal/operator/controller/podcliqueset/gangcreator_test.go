@@ -4,83 +4,40 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
-	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
-
-	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
 // The fast path creates a PodGang once every pod of it exists, reading only its replica's
 // objects; a gang still missing pods, one that exists, and pods the clique does not control are
 // left to the gang writer.
 func TestGangCreatorCreatesACompleteGangOfItsReplica(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, corev1alpha1.AddToScheme(scheme))
-	require.NoError(t, schedv1alpha1.AddToScheme(scheme))
-
-	pcs := &corev1alpha1.PodCliqueSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "pcs-uid", Generation: 1},
-		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 3, Template: corev1alpha1.PodCliqueSetTemplateSpec{
-			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{{Name: "w", Spec: corev1alpha1.PodCliqueSpec{Replicas: 2}}},
-		}},
-	}
-	controller := func(kind, name, uid string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: kind, Name: name,
-			UID: types.UID(uid), Controller: ptr.To(true)}}
-	}
-	objs := []client.Object{pcs}
-	pod := func(replica int, name string, controlled bool) *corev1.Pod {
-		pclq := apicommon.StandalonePodCliqueName("p", replica, "w")
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Labels: common.WithLabels(common.ReplicaLabels("p", apicommon.ComponentPCSPodClique, replica), map[string]string{
-				apicommon.LabelPodClique: pclq, apicommon.LabelPodGang: apicommon.BasePodGangName("p", replica)})}}
-		if controlled {
-			p.OwnerReferences = controller("PodClique", pclq, pclq)
-		}
-		return p
-	}
-	for i := range 3 {
-		name := apicommon.StandalonePodCliqueName("p", i, "w")
-		objs = append(objs, &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Labels: common.ReplicaLabels("p", apicommon.ComponentPCSPodClique, i), OwnerReferences: controller("PodCliqueSet", "p", "pcs-uid")},
-			Spec: corev1alpha1.PodCliqueSpec{Replicas: 2}})
-	}
-	objs = append(objs,
-		pod(0, "p-0-w-a", true),                          // replica 0: one pod of two
-		pod(1, "p-1-w-a", true), pod(1, "p-1-w-b", true), // replica 1: complete
-		pod(2, "p-2-w-a", true), pod(2, "p-2-w-b", false)) // replica 2: the second pod is a stray
-
+	now := time.Now()
+	f := newGangFixture(3, now)
+	f.addPod(0, "p-0-w-a", now, false) // replica 0: one pod of two
+	f.addPod(1, "p-1-w-a", now, false) // replica 1: complete
+	f.addPod(1, "p-1-w-b", now, false)
+	f.addPod(2, "p-2-w-a", now, false) // replica 2: the second pod is a stray
+	f.addPod(2, "p-2-w-b", now, true)
+	pcs := f.pcs
 	var created []string
-	byGang := common.LabelIndex(apicommon.LabelPodGang)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&schedv1alpha1.PodGang{}).
-		WithIndex(&corev1.Pod{}, byGang, common.IndexManagedLabel(apicommon.LabelPodGang)).
-		WithInterceptorFuncs(interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-				created = append(created, obj.GetName())
-				return c.Create(ctx, obj, opts...)
-			},
-			// The Initialized condition is applied server-side, which the fake client does not do.
-			SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-				return nil
-			},
-		}).Build()
+	c := f.client(t, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			created = append(created, obj.GetName())
+			return c.Create(ctx, obj, opts...)
+		},
+	})
 	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}}}
 	ctx := context.Background()
 
