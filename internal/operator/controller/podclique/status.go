@@ -30,19 +30,23 @@ func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodCli
 	if synced {
 		observed = ptr.To(pclq.Generation)
 	}
-	return r.writeStatus(ctx, pclq, pods, observed)
+	_, err := r.writeStatus(ctx, pclq, pods, observed)
+	return err
 }
 
 // writeStatus patches the PodClique's status, with observedGeneration observed, when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64) error {
+func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64) (wrote bool, err error) {
 	status := computeStatus(pclq, pods)
 	status.ObservedGeneration = observed
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
-		return nil
+		return false, nil
 	}
 	patch := client.MergeFrom(pclq.DeepCopy())
 	pclq.Status = status
-	return client.IgnoreNotFound(r.statusClient().Status().Patch(ctx, pclq, patch))
+	if err := r.statusClient().Status().Patch(ctx, pclq, patch); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return true, nil
 }
 
 // computeStatus counts the live pods and derives the conditions.

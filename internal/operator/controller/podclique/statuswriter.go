@@ -3,6 +3,7 @@ package podclique
 import (
 	"context"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
 // statusWriter writes PodClique status off the reconcile path. A clique's status changes
@@ -28,13 +31,27 @@ type statusWriter struct {
 	// synced holds, per clique, the last generation whose sync succeeded: observedGeneration
 	// advances only to it.
 	synced sync.Map // types.NamespacedName -> int64
+	// written remembers each clique's last status write until the cache shows it. The status
+	// is a merge patch against the cached clique: from a copy older than the last write, a
+	// count that had changed and changed back (a pod gated, then ungated before the first
+	// write's event arrived) was left out of the patch, and the stale value stayed, since the
+	// clique's own status events bring no one back.
+	written *common.OwnWrites
 }
+
+// statusWriteTTL bounds how long a status write whose watch event has not arrived holds the
+// clique's next write back.
+const statusWriteTTL = 5 * time.Second
+
+// behindRetry is how soon a clique whose cached copy predates the last write is looked at
+// again: the informer is normally milliseconds behind.
+const behindRetry = 50 * time.Millisecond
 
 // statusWorkers is how many status writes may be under way at once.
 const statusWorkers = 4
 
 func newStatusWriter(r *Reconciler) *statusWriter {
-	return &statusWriter{r: r, workers: statusWorkers,
+	return &statusWriter{r: r, workers: statusWorkers, written: common.NewOwnWrites(statusWriteTTL),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: StatusWriterName})}
 }
@@ -100,6 +117,10 @@ func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) erro
 		}
 		return err
 	}
+	if w.written.Behind(key, pclq) {
+		w.queue.AddAfter(key, behindRetry)
+		return nil
+	}
 	pods, err := w.r.listPods(ctx, pclq)
 	if err != nil {
 		return err
@@ -108,5 +129,9 @@ func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) erro
 	if gen, ok := w.syncedGeneration(key); ok && (observed == nil || gen > *observed) {
 		observed = &gen
 	}
-	return w.r.writeStatus(ctx, pclq, pods, observed)
+	wrote, err := w.r.writeStatus(ctx, pclq, pods, observed)
+	if wrote {
+		w.written.Wrote(pclq)
+	}
+	return err
 }
