@@ -395,3 +395,25 @@ func TestAPodGangDeletedBySomeoneElseIsCreatedAgain(t *testing.T) {
 		assert.True(c, meta.IsStatusConditionTrue(pg.Status.Conditions, schedv1alpha1.PodGangConditionInitialized))
 	})
 }
+
+// TestOnlyGrovesGateIsLifted: a gate of the user's own in the pod template (here ahead of
+// Grove's, which the operator appends) stays on the pods when their PodGang lists them; only
+// grove.io/podgang-pending-creation goes.
+func TestOnlyGrovesGateIsLifted(t *testing.T) {
+	e := newEnv(t)
+	tmpl := cliqueTemplate("w", 2)
+	tmpl.Spec.PodSpec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "usergate"},
+		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
+			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{tmpl}}}})
+
+	e.eventually(func(c *assert.CollectT) {
+		pods := e.pods("usergate-0-w")
+		if assert.Len(c, pods, 2) {
+			assert.Equal(c, podNames(pods), refNames(e.podGang(c, "usergate-0").Spec.PodGroups[0]), "the gang lists its pods")
+			for _, p := range pods {
+				assert.Equal(c, []corev1.PodSchedulingGate{{Name: "example.com/quota"}}, p.Spec.SchedulingGates, "pod %s", p.Name)
+			}
+		}
+	})
+}

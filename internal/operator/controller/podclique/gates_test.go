@@ -75,3 +75,35 @@ func TestGateLifterDoesNotPatchAPodItJustUngated(t *testing.T) {
 	require.NoError(t, r.removeGates(ctx, pclq, []*corev1.Pod{b}, lifted))
 	assert.Equal(t, map[string]int{"a": 1, "b": 2}, patched)
 }
+
+// The gate removal names the gate's position and checks it is still Grove's: from a copy of
+// the pod older than its gates, the PATCH is refused and no gate is lost; from a current copy
+// only Grove's gate goes.
+func TestGateRemovalFromAStaleCopyDropsNoOtherGate(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	grove := corev1.PodSchedulingGate{Name: apicommon.SchedulingGatePodGangPendingCreation}
+	user := corev1.PodSchedulingGate{Name: "example.com/quota"}
+	stored := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{user, grove}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).Build()
+	ctx := context.Background()
+
+	stale := stored.DeepCopy()
+	stale.Spec.SchedulingGates = []corev1.PodSchedulingGate{grove} // before the user's gate came first
+	patch, err := gateRemovalPatch(stale)
+	require.NoError(t, err)
+	require.Error(t, c.Patch(ctx, stale, patch), "the gate at index 0 is no longer Grove's")
+	got := &corev1.Pod{}
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(stored), got))
+	assert.Equal(t, []corev1.PodSchedulingGate{user, grove}, got.Spec.SchedulingGates)
+
+	patch, err = gateRemovalPatch(got)
+	require.NoError(t, err)
+	require.NoError(t, c.Patch(ctx, got, patch))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(stored), got))
+	assert.Equal(t, []corev1.PodSchedulingGate{user}, got.Spec.SchedulingGates)
+
+	_, err = gateRemovalPatch(got)
+	assert.Error(t, err, "a pod without the gate has nothing to remove")
+}
