@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -19,15 +17,14 @@ import (
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/testenv/backendtest"
 )
 
 // A pass that runs on a cache still showing the gate of a pod this lifter just ungated leaves
 // the pod alone; once the cache shows a newer copy of the pod, a gate on it (put back by
 // someone) is removed again.
 func TestGateLifterDoesNotPatchAPodItJustUngated(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, schedv1alpha1.AddToScheme(scheme))
+	scheme := backendtest.Scheme()
 	gated := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
 			Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: apicommon.SchedulingGatePodGangPendingCreation}}}}
@@ -80,8 +77,7 @@ func TestGateLifterDoesNotPatchAPodItJustUngated(t *testing.T) {
 // the pod older than its gates, the PATCH is refused and no gate is lost; from a current copy
 // only Grove's gate goes.
 func TestGateRemovalFromAStaleCopyDropsNoOtherGate(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	scheme := backendtest.Scheme()
 	grove := corev1.PodSchedulingGate{Name: apicommon.SchedulingGatePodGangPendingCreation}
 	user := corev1.PodSchedulingGate{Name: "example.com/quota"}
 	stored := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},

@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -20,15 +18,14 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/testenv/backendtest"
 )
 
 // A clique whose pod is created gated and ungated before the status write that counted it
 // gated shows in the cache: the next write must not start from the cached copy, whose count
 // equals the new one, or the patch leaves scheduleGatedReplicas out and the server keeps 1.
 func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, corev1alpha1.AddToScheme(scheme))
+	scheme := backendtest.Scheme()
 	pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-0-w", UID: "u",
 		Labels: map[string]string{apicommon.LabelPartOfKey: "p", apicommon.LabelManagedByKey: apicommon.LabelManagedByValue}},
 		Spec: corev1alpha1.PodCliqueSpec{Replicas: 1}}
