@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -10,6 +11,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -273,18 +275,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, binDir string) error {
 }
 
 func (c *Cluster) waitAPIServer(ctx context.Context) error {
-	caFile := filepath.Join(c.Dir, "pki", "apiserver.crt")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(caFile); err == nil {
-			break
-		}
-		if c.apiserver.exited() || time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver did not write its serving certificate")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	caPEM, err := os.ReadFile(caFile)
+	caPEM, err := waitForCertificate(filepath.Join(c.Dir, "pki", "apiserver.crt"), c.apiserver.exited, 60*time.Second)
 	if err != nil {
 		return err
 	}
@@ -340,7 +331,10 @@ func (c *Cluster) startControllerManager(ctx context.Context, binDir string) err
 func (c *Cluster) waitHTTP(ctx context.Context, p *process, url string, tlsConfig *tls.Config, timeout time.Duration, headers ...map[string]string) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
 	defer client.CloseIdleConnections()
-	return c.poll(ctx, p, timeout, func(ctx context.Context) (bool, error) {
+	// last is what the latest probe saw, so that a timeout says why (a TLS error, a failing
+	// readiness check) instead of only that it timed out.
+	var last string
+	err := c.poll(ctx, p, timeout, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return false, err
@@ -352,11 +346,54 @@ func (c *Cluster) waitHTTP(ctx context.Context, p *process, url string, tlsConfi
 		}
 		resp, err := client.Do(req)
 		if err != nil {
+			last = err.Error()
 			return false, nil
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return true, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		last = fmt.Sprintf("%s: %s", resp.Status, body)
+		return false, nil
 	})
+	if err != nil && last != "" {
+		return fmt.Errorf("%w; the last probe of %s: %s", err, url, last)
+	}
+	return err
+}
+
+// waitForCertificate returns the PEM file at path once it holds a certificate. A server
+// writes the file with create-then-write, so it can be seen empty or half written; a
+// pool built from such a read trusts nothing and every TLS probe fails until the timeout.
+func waitForCertificate(path string, exited func() bool, timeout time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil && wholeCertificates(data) {
+			return data, nil
+		}
+		if exited() || time.Now().After(deadline) {
+			return nil, fmt.Errorf("no certificate in %s (read error: %v)", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wholeCertificates says whether data is one or more complete PEM certificates and nothing
+// else: a file cut off in its second block is not done yet.
+func wholeCertificates(data []byte) bool {
+	n := 0
+	for rest := data; ; n++ {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return n > 0 && len(bytes.TrimSpace(rest)) == 0
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); block.Type != "CERTIFICATE" || err != nil {
+			return false
+		}
+	}
 }
 
 // poll waits for cond, failing early when the process died.

@@ -1,14 +1,17 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
@@ -58,4 +61,34 @@ func TestStartRetriesOnlyALostPortRace(t *testing.T) {
 	}
 	require.Error(t, startRetryingPortRace(otherFailure, func() *process { return p }))
 	require.Equal(t, 1, attempts, "a failure other than a lost port is not retried")
+}
+
+// kube-apiserver writes its self-signed certificate by create-then-write: a reader can find
+// the file empty or cut off. The CA read then must be the whole file, or every TLS probe of
+// the apiserver fails until the start times out (a CI failure: "waiting for kube-apiserver:
+// context deadline exceeded" with a healthy apiserver log).
+func TestServingCertificateIsReadOnlyOnceWhole(t *testing.T) {
+	certPEM, _, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", nil, nil)
+	require.NoError(t, err)
+	require.Greater(t, bytes.Count(certPEM, []byte("BEGIN CERTIFICATE")), 1, "the fixture is a serving certificate and its CA")
+	path := filepath.Join(t.TempDir(), "apiserver.crt")
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	written := make(chan error, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		// Cut off inside the second block, as a write in progress leaves it.
+		if err := os.WriteFile(path, certPEM[:len(certPEM)-40], 0o644); err != nil {
+			written <- err
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		written <- os.WriteFile(path, certPEM, 0o644)
+	}()
+	got, err := waitForCertificate(path, func() bool { return false }, 10*time.Second)
+	require.NoError(t, err)
+	require.NoError(t, <-written)
+	require.Equal(t, string(certPEM), string(got))
+
+	_, err = waitForCertificate(filepath.Join(t.TempDir(), "missing.crt"), func() bool { return true }, 10*time.Second)
+	require.ErrorContains(t, err, "no certificate in", "a server that exited before writing its certificate fails the wait at once")
 }
