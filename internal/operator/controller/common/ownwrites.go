@@ -28,6 +28,14 @@ type ownWrite struct {
 	at              time.Time
 }
 
+// OwnWriteTTL is how long a status writer trusts its record of a write whose watch event has
+// not arrived: an informer is normally milliseconds behind.
+const OwnWriteTTL = 5 * time.Second
+
+// CacheBehindRetry is how soon a writer that left an object alone, because the cache did not
+// show its last write yet, looks at it again.
+const CacheBehindRetry = 50 * time.Millisecond
+
 // NewOwnWrites returns an empty record whose entries are trusted for ttl: a write whose watch
 // event never arrives (a lost event, or a delete by someone else before the cache saw the
 // write) holds its object back no longer than that.

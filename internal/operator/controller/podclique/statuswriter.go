@@ -3,7 +3,6 @@ package podclique
 import (
 	"context"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,19 +38,11 @@ type statusWriter struct {
 	written *common.OwnWrites
 }
 
-// statusWriteTTL bounds how long a status write whose watch event has not arrived holds the
-// clique's next write back.
-const statusWriteTTL = 5 * time.Second
-
-// behindRetry is how soon a clique whose cached copy predates the last write is looked at
-// again: the informer is normally milliseconds behind.
-const behindRetry = 50 * time.Millisecond
-
 // statusWorkers is how many status writes may be under way at once.
 const statusWorkers = 4
 
 func newStatusWriter(r *Reconciler) *statusWriter {
-	return &statusWriter{r: r, workers: statusWorkers, written: common.NewOwnWrites(statusWriteTTL),
+	return &statusWriter{r: r, workers: statusWorkers, written: common.NewOwnWrites(common.OwnWriteTTL),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: StatusWriterName})}
 }
@@ -118,7 +109,7 @@ func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) erro
 		return err
 	}
 	if w.written.Behind(key, pclq) {
-		w.queue.AddAfter(key, behindRetry)
+		w.queue.AddAfter(key, common.CacheBehindRetry)
 		return nil
 	}
 	pods, err := w.r.listPods(ctx, pclq)

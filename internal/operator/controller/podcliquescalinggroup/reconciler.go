@@ -27,6 +27,10 @@ type Reconciler struct {
 	Client client.Client
 	// Claims keeps the ResourceClaims of the scaling group's resourceSharing entries.
 	Claims *resourceclaim.Syncer
+
+	// statusWrites is the last status write of each scaling group, until the cache shows it
+	// (updateStatus); SetupWithManager makes it.
+	statusWrites *common.OwnWrites
 }
 
 // Reconcile makes a scaling group's PodCliques match its replicas and reports its status.
@@ -73,8 +77,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if syncErr == nil {
 		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
 	}
-	statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
-	return reconcile.Result{}, errors.Join(syncErr, statusErr)
+	behind, statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
+	var res reconcile.Result
+	if behind {
+		res.RequeueAfter = common.CacheBehindRetry
+	}
+	return res, errors.Join(syncErr, statusErr)
 }
 
 // listMembers lists the group's PodCliques from the cache.

@@ -20,20 +20,31 @@ import (
 
 // updateStatus writes the scaling group's status when it changed. observedGeneration advances
 // only when the sync succeeded: a generation whose PodCliques could not be made is not observed.
+// The write is a merge patch against the cached group, so it waits (behind) until the cache
+// shows the last one: from an older copy, a count that changed and changed back compares
+// equal and is left out, and the stale value stays, since the group's own status events
+// bring no reconcile.
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique, synced bool) error {
+	members []*corev1alpha1.PodClique, synced bool) (behind bool, err error) {
+	if r.statusWrites.Behind(client.ObjectKeyFromObject(pcsg), pcsg) {
+		return true, nil
+	}
 	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
 	if !synced {
 		status.ObservedGeneration = pcsg.Status.ObservedGeneration
 	}
 	if equality.Semantic.DeepEqual(status, pcsg.Status) {
-		return nil
+		return false, nil
 	}
 	// This controller is the status' only writer (the PodCliqueSet controller asks for
-	// GangTerminationInProgress through an annotation), so a plain merge patch is safe.
+	// GangTerminationInProgress through an annotation).
 	patch := client.MergeFrom(pcsg.DeepCopy())
 	pcsg.Status = status
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pcsg, patch))
+	if err := r.Client.Status().Patch(ctx, pcsg, patch); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	r.statusWrites.Wrote(pcsg)
+	return false, nil
 }
 
 // computeStatus judges each group replica by its PodCliques: scheduled when every member has

@@ -65,21 +65,26 @@ func (f *gangFixture) addPod(replica int, name string, created time.Time, stray 
 // patches are dropped.
 func (f *gangFixture) client(t *testing.T, funcs interceptor.Funcs) client.WithWatch {
 	t.Helper()
+	funcs.SubResourcePatch = func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+		return nil
+	}
+	return f.builder(t).WithStatusSubresource(&schedv1alpha1.PodGang{}).WithInterceptorFuncs(funcs).Build()
+}
+
+// builder is a fake client builder holding the objects, with the operator's label indexes.
+func (f *gangFixture) builder(t *testing.T) *fake.ClientBuilder {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, corev1alpha1.AddToScheme(scheme))
 	require.NoError(t, schedv1alpha1.AddToScheme(scheme))
-	funcs.SubResourcePatch = func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-		return nil
-	}
 	byPCS, byGang := common.LabelIndex(apicommon.LabelPartOfKey), common.LabelIndex(apicommon.LabelPodGang)
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(f.objs...).WithStatusSubresource(&schedv1alpha1.PodGang{}).
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(f.objs...).
 		WithIndex(&corev1alpha1.PodClique{}, byPCS, common.IndexManagedLabel(apicommon.LabelPartOfKey)).
 		WithIndex(&corev1alpha1.PodCliqueScalingGroup{}, byPCS, common.IndexManagedLabel(apicommon.LabelPartOfKey)).
 		WithIndex(&schedv1alpha1.PodGang{}, byPCS, common.IndexManagedLabel(apicommon.LabelPartOfKey)).
 		WithIndex(&corev1.Pod{}, byPCS, common.IndexManagedLabel(apicommon.LabelPartOfKey)).
-		WithIndex(&corev1.Pod{}, byGang, common.IndexManagedLabel(apicommon.LabelPodGang)).
-		WithInterceptorFuncs(funcs).Build()
+		WithIndex(&corev1.Pod{}, byGang, common.IndexManagedLabel(apicommon.LabelPodGang))
 }
 
 func controlledBy(kind, name, uid string) []metav1.OwnerReference {

@@ -62,6 +62,9 @@ type Reconciler struct {
 	// not show it yet (at 500 replicas they made 50 duplicate creates and 180 conflicting status
 	// writes, each failing the pass).
 	gangWrites *common.OwnWrites
+	// statusWrites is the last status write of each PodCliqueSet, until the cache shows it
+	// (updateStatus).
+	statusWrites *common.OwnWrites
 	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
 	// on a cache that still shows them.
 	gangTerminated *uidSet

@@ -24,8 +24,16 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
-// updateStatus writes the PodCliqueSet's status when it changed.
+// updateStatus writes the PodCliqueSet's status when it changed. The write is a merge patch
+// against the cached PodCliqueSet, so it waits until the cache shows the last one: from an
+// older copy, a field that changed and changed back (availableReplicas during an update)
+// compares equal and is left out, and the stale value stays, since the PodCliqueSet's own
+// status events bring no reconcile.
 func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error) error {
+	if r.statusWrites.Behind(client.ObjectKeyFromObject(st.stored), st.stored) {
+		st.requeueAfter(common.CacheBehindRetry)
+		return nil
+	}
 	pclqs, err := st.children.podCliques(ctx)
 	if err != nil {
 		return err
@@ -50,7 +58,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	}
 	patch := client.MergeFrom(st.stored.DeepCopy())
 	st.stored.Status = status
-	return client.IgnoreNotFound(r.statusClient().Status().Patch(ctx, st.stored, patch))
+	if err := r.statusClient().Status().Patch(ctx, st.stored, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.statusWrites.Wrote(st.stored)
+	return nil
 }
 
 // podGangStatuses summarises the PodCliqueSet's PodGangs (upstream Grove's

@@ -1,14 +1,20 @@
 package podcliqueset
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
 
 func TestUpdateProgress(t *testing.T) {
@@ -110,4 +116,51 @@ func TestUpdateEndsOnceScalingGroupsReportIt(t *testing.T) {
 		[]corev1alpha1.PodCliqueScalingGroup{group("p-0-g", ptr.To("new")), group("p-1-g", ptr.To("new"))})
 	assert.NotNil(t, got.UpdateEndedAt)
 	assert.Equal(t, []string{"p-0-g", "p-1-g"}, got.UpdatedPodCliqueScalingGroups)
+}
+
+// availableReplicas that changed and changed back before the cache showed the write of the
+// change: the next write must not start from the cached copy, whose count equals the new one,
+// or the status is left as it is and the server keeps the stale count.
+func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
+	f := newGangFixture(1, time.Now())
+	c := f.builder(t).WithStatusSubresource(&corev1alpha1.PodCliqueSet{}, &corev1alpha1.PodClique{}).Build()
+	r := &Reconciler{Client: c, statusWrites: common.NewOwnWrites(common.OwnWriteTTL)}
+	ctx := context.Background()
+	get := func() *corev1alpha1.PodCliqueSet {
+		got := &corev1alpha1.PodCliqueSet{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(f.pcs), got))
+		return got
+	}
+	setReady := func(n int32) {
+		pclq := &corev1alpha1.PodClique{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: apicommon.StandalonePodCliqueName("p", 0, "w")}, pclq))
+		pclq.Status.ReadyReplicas = n
+		require.NoError(t, c.Status().Update(ctx, pclq))
+	}
+	write := func(cached *corev1alpha1.PodCliqueSet) *state {
+		st := &state{pcs: cached.DeepCopy(), stored: cached, children: newChildren(c, cached)}
+		corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
+		require.NoError(t, r.updateStatus(ctx, st, nil))
+		return st
+	}
+
+	// The replica is not available, then is, then is not again.
+	setReady(0)
+	write(get())
+	afterFirst := get()
+	setReady(2)
+	write(get())
+	written := get()
+	require.EqualValues(t, 1, written.Status.AvailableReplicas)
+
+	// The cache shows the first write but not the second: its availableReplicas 0 equals the
+	// new count.
+	setReady(0)
+	st := write(afterFirst)
+	assert.Equal(t, common.CacheBehindRetry, st.requeue, "the PodCliqueSet is looked at again once the cache shows the last write")
+	assert.Equal(t, written.ResourceVersion, get().ResourceVersion, "nothing written from a copy older than the last write")
+
+	// The cache caught up.
+	write(get())
+	assert.EqualValues(t, 0, get().Status.AvailableReplicas)
 }
