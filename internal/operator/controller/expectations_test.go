@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend/factories"
-	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
@@ -110,18 +109,14 @@ func TestScaleOutOfAHundredPods(t *testing.T) {
 		assert.Len(c, refNames(e.podGang(c, "big-0").Spec.PodGroups[0]), 1)
 	})
 
-	wc, err := client.NewWithWatch(cluster.Shared.Config, client.Options{Scheme: e.c.Scheme()})
-	require.NoError(t, err)
-	w, err := wc.Watch(e.ctx, &corev1.PodList{}, client.InNamespace(e.ns))
-	require.NoError(t, err)
-	defer w.Stop()
+	events, _ := e.watchAll(&corev1.PodList{})
 	created := map[types.UID]bool{}
 	var mu sync.Mutex
 	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Added {
+		for ev := range events {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
 				mu.Lock()
-				created[ev.Object.(*corev1.Pod).UID] = true
+				created[p.UID] = true
 				mu.Unlock()
 			}
 		}
@@ -141,8 +136,8 @@ func TestScaleOutOfAHundredPods(t *testing.T) {
 		assert.Equal(c, 100, ungated, "every pod listed and ungated")
 	})
 	elapsed := time.Since(start)
+	// Reported, not asserted: speed is measured by make bench-operator.
 	t.Logf("scale-out 1 -> 100 pods (created, listed in the PodGang, ungated) took %v", elapsed.Round(10*time.Millisecond))
-	assert.Less(t, elapsed, 30*time.Second)
 	// The watch replays the existing pod as ADDED, then every pod created after it: every pod
 	// ever created is one of the final 100, so none was created twice.
 	final := map[types.UID]bool{}

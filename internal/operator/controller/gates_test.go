@@ -318,11 +318,7 @@ func TestAConflictingPodGangStatusWriteIsRetriedNotReported(t *testing.T) {
 	e := newNamespace(t)
 	conflicts := &conflictOnce{}
 	e.writers = map[string]func(client.Client) client.Client{podcliqueset.GangWriterName: conflicts.wrap}
-	wc, err := client.NewWithWatch(e.cluster.Config, client.Options{Scheme: e.c.Scheme()})
-	require.NoError(t, err)
-	w, err := wc.Watch(e.ctx, &corev1alpha1.PodCliqueSetList{}, client.InNamespace(e.ns))
-	require.NoError(t, err)
-	defer w.Stop()
+	events, _ := e.watchAll(&corev1alpha1.PodCliqueSetList{})
 	e.startOperator()
 	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "stale"},
 		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
@@ -342,7 +338,7 @@ func TestAConflictingPodGangStatusWriteIsRetriedNotReported(t *testing.T) {
 	timeout := time.After(waitFor)
 	for seen := ""; seen != last; {
 		select {
-		case ev, ok := <-w.ResultChan():
+		case ev, ok := <-events:
 			require.True(t, ok, "the watch ended")
 			pcs, isPCS := ev.Object.(*corev1alpha1.PodCliqueSet)
 			if !isPCS {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -143,11 +142,7 @@ func ptrInt32(v int32) *int32 { return &v }
 // Initialized=False and patched as its pods appeared.
 func TestPodGangIsCreatedWithItsPods(t *testing.T) {
 	e := newEnv(t)
-	wc, err := client.NewWithWatch(cluster.Shared.Config, client.Options{Scheme: e.c.Scheme()})
-	require.NoError(t, err)
-	w, err := wc.Watch(e.ctx, &schedv1alpha1.PodGangList{}, client.InNamespace(e.ns))
-	require.NoError(t, err)
-	defer w.Stop()
+	events, _ := e.watchAll(&schedv1alpha1.PodGangList{})
 	var (
 		mu        sync.Mutex
 		firstRefs = map[string]int{}
@@ -155,7 +150,7 @@ func TestPodGangIsCreatedWithItsPods(t *testing.T) {
 		sawFalse  []string
 	)
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			pg, ok := ev.Object.(*schedv1alpha1.PodGang)
 			if !ok {
 				continue

@@ -106,22 +106,19 @@ type cliqueInfo struct {
 
 func (e *env) trackPods(cliques map[string]cliqueInfo) *podTracker {
 	e.t.Helper()
-	wc, err := client.NewWithWatch(e.cluster.Config, client.Options{Scheme: e.c.Scheme()})
-	require.NoError(e.t, err)
-	w, err := wc.Watch(e.ctx, &corev1.PodList{}, client.InNamespace(e.ns))
-	require.NoError(e.t, err)
+	events, stop := e.watchAll(&corev1.PodList{})
 	tr := &podTracker{cliques: cliques, pods: map[types.UID]*trackedPod{},
 		maxShortPods: map[string]int{}, maxShortGroupReplicas: map[string]int{}}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			if p, ok := ev.Object.(*corev1.Pod); ok {
 				tr.observe(ev.Type, p)
 			}
 		}
 	}()
-	e.t.Cleanup(func() { w.Stop(); <-done })
+	e.t.Cleanup(func() { stop(); <-done })
 	return tr
 }
 
