@@ -3,6 +3,7 @@ package podcliqueset
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
@@ -72,4 +74,47 @@ func TestGangCreatorCreatesACompleteGangOfItsReplica(t *testing.T) {
 
 func gangRequest(name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
+}
+
+// Two passes that find the same gang missing at once send one create: the second leaves the
+// gang to the first instead of a create the apiserver refuses with AlreadyExists.
+func TestAGangIsCreatedOnceByPassesRacingForIt(t *testing.T) {
+	now := time.Now()
+	f := newGangFixture(1, now)
+	f.addPod(0, "p-0-w-a", now, false)
+	f.addPod(0, "p-0-w-b", now, false)
+	var (
+		mu      sync.Mutex
+		created []string
+	)
+	entered, release := make(chan struct{}), make(chan struct{})
+	c := f.client(t, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			mu.Lock()
+			created = append(created, obj.GetName())
+			first := len(created) == 1
+			mu.Unlock()
+			if first {
+				close(entered)
+				<-release // the first create is still on its way when the second pass runs
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}, gangWrites: common.NewOwnWrites(gangWriteTTL)}}
+	ctx := context.Background()
+
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := gc.Reconcile(ctx, gangRequest("p-0"))
+		firstDone <- err
+	}()
+	<-entered
+	_, err := gc.Reconcile(ctx, gangRequest("p-0"))
+	require.NoError(t, err)
+	close(release)
+	require.NoError(t, <-firstDone)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"p-0"}, created, "one create of the gang")
 }

@@ -152,6 +152,16 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	var cached client.Object
 	if pg != nil {
 		cached = pg
+	} else {
+		// The gang creator and a writer pass can both find the gang missing at once (the
+		// 500×2 apply sent 560 creates for 500 PodGangs, the twins refused AlreadyExists):
+		// one creates it, the other leaves it to the create's event. Taken before the check
+		// of the record below, which the creating one fills before it lets go.
+		if _, busy := c.r.gangCreates.LoadOrStore(key, struct{}{}); busy {
+			st.requeueAfter(gangCacheBehindRetry)
+			return nil
+		}
+		defer c.r.gangCreates.Delete(key)
 	}
 	if c.r.gangWrites.Behind(key, cached) {
 		// The cache does not show this writer's last write of the gang yet: what it shows is
