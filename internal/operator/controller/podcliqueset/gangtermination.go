@@ -361,6 +361,7 @@ func (c *gangTermination) setRecreating(ctx context.Context, st *state, g *corev
 // shows it terminating, later reconciles must not act on its breach again.
 func (c *gangTermination) deletePodClique(ctx context.Context, st *state, p *corev1alpha1.PodClique) error {
 	c.r.gangTerminated.add(p.UID)
+	c.r.childWrites.Forget(client.ObjectKeyFromObject(p))
 	st.children.wrote(childPodCliques)
 	return common.Delete(ctx, c.r.Client, p)
 }

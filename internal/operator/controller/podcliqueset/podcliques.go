@@ -50,16 +50,19 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 	if anyUnwanted(owned, wanted) {
 		st.children.wrote(childPodCliques)
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted)}
 	// In slow-start batches, not one request after another: a PodCliqueSet of hundreds of
 	// replicas otherwise waits for hundreds of round trips before its last clique exists.
 	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
-		res, err := common.CreateOrPatch(ctx, c.r.Client, pclq, func() error {
+		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, pclq, func() error {
 			common.MutatePodClique(pclq, t)
 			return controllerutil.SetControllerReference(st.stored, pclq, c.r.Client.Scheme())
 		})
+		if behind {
+			st.requeueAfter(common.CacheBehindRetry)
+		}
 		if res != controllerutil.OperationResultNone {
 			st.children.wrote(childPodCliques)
 		}
@@ -72,7 +75,7 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *podCliques) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
+	return deleteOwned(ctx, c.r.Client, c.r.childWrites, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
 }
 
 // scalingGroups keeps one PodCliqueScalingGroup per scaling group and replica. The template's
@@ -100,7 +103,7 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 	if anyUnwanted(owned, wanted) {
 		st.children.wrote(childScalingGroups)
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted)}
 	type target struct{ replica, config int }
 	var targets []target
 	for i := range int(st.pcs.Spec.Replicas) {
@@ -113,7 +116,7 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 		i, g := targets[n].replica, &t.PodCliqueScalingGroupConfigs[targets[n].config]
 		pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
 			Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
-		res, err := common.CreateOrPatch(ctx, c.r.Client, pcsg, func() error {
+		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, pcsg, func() error {
 			pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
 			for k, v := range g.Annotations {
 				if pcsg.Annotations == nil {
@@ -129,6 +132,9 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 			pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
 			return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
 		})
+		if behind {
+			st.requeueAfter(common.CacheBehindRetry)
+		}
 		if res != controllerutil.OperationResultNone {
 			st.children.wrote(childScalingGroups)
 		}
@@ -141,5 +147,5 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+	return deleteOwned(ctx, c.r.Client, c.r.childWrites, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
 }

@@ -312,7 +312,7 @@ func (c *podGangs) Delete(ctx context.Context, st *state) error {
 	for _, pg := range owned {
 		c.r.forgetPodGang(pg)
 	}
-	return deleteUnwanted(ctx, c.r.Client, owned, nil)
+	return deleteUnwanted(ctx, c.r.Client, nil, owned, nil)
 }
 
 // subset reports whether every entry of want is in have.

@@ -30,7 +30,7 @@ func (c *serviceAccounts) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *serviceAccounts) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &corev1.ServiceAccountList{}, apicommon.ComponentPodServiceAccount)
+	return deleteOwned(ctx, c.r.Client, nil, st.stored, &corev1.ServiceAccountList{}, apicommon.ComponentPodServiceAccount)
 }
 
 // roles keeps the Role that lets the pods of the PodCliqueSet read pods (peer discovery and the
@@ -50,7 +50,7 @@ func (c *roles) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *roles) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleList{}, apicommon.ComponentPodRole)
+	return deleteOwned(ctx, c.r.Client, nil, st.stored, &rbacv1.RoleList{}, apicommon.ComponentPodRole)
 }
 
 // roleBindings binds the Role to the ServiceAccount.
@@ -71,7 +71,7 @@ func (c *roleBindings) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *roleBindings) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleBindingList{}, apicommon.ComponentPodRoleBinding)
+	return deleteOwned(ctx, c.r.Client, nil, st.stored, &rbacv1.RoleBindingList{}, apicommon.ComponentPodRoleBinding)
 }
 
 // startupWaiterTokens keeps the Secret that holds a token of the pods' ServiceAccount for the
@@ -90,7 +90,7 @@ func (c *startupWaiterTokens) Sync(ctx context.Context, st *state) error {
 	}
 	name := apicommon.StartupWaiterTokenSecretName(st.pcs.Name)
 	ordered := ptr.Deref(st.pcs.Spec.Template.StartupType, corev1alpha1.CliqueStartupTypeAnyOrder) != corev1alpha1.CliqueStartupTypeAnyOrder
-	if err := deleteUnwanted(ctx, c.r.Client, owned, map[string]bool{name: ordered}); err != nil || !ordered {
+	if err := deleteUnwanted(ctx, c.r.Client, nil, owned, map[string]bool{name: ordered}); err != nil || !ordered {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: st.pcs.Namespace}}
@@ -107,5 +107,5 @@ func (c *startupWaiterTokens) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *startupWaiterTokens) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, st.stored, &corev1.SecretList{}, apicommon.ComponentStartupWaiterToken)
+	return deleteOwned(ctx, c.r.Client, nil, st.stored, &corev1.SecretList{}, apicommon.ComponentStartupWaiterToken)
 }

@@ -62,6 +62,9 @@ type Reconciler struct {
 	// not show it yet (at 500 replicas they made 50 duplicate creates and 180 conflicting status
 	// writes, each failing the pass).
 	gangWrites *common.OwnWrites
+	// childWrites is the last write of each PodClique and scaling group the PodCliqueSet
+	// controller made, until the cache shows it (common.CreateOrPatchRecorded).
+	childWrites *common.OwnWrites
 	// gangCreates holds the PodGangs whose create is under way (podGangs.apply).
 	gangCreates sync.Map // types.NamespacedName -> struct{}
 	// statusWrites is the last status write of each PodCliqueSet, until the cache shows it

@@ -92,6 +92,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	r.gangs = newGangWriter(r)
 	r.gangWrites = common.NewOwnWrites(gangWriteTTL)
 	r.statusWrites = common.NewOwnWrites(common.OwnWriteTTL)
+	r.childWrites = common.NewOwnWrites(common.OwnWriteTTL)
 	if err := r.gangs.setup(mgr, opts); err != nil {
 		return err
 	}
