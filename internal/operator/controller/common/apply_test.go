@@ -41,17 +41,7 @@ func TestCreateOrPatchWritesOnlyChanges(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			writes := 0
-			count := interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					writes++
-					return c.Create(ctx, obj, opts...)
-				},
-				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-					writes++
-					return c.Patch(ctx, obj, p, opts...)
-				},
-			}
-			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(tc.objects...).WithInterceptorFuncs(count).Build()
+			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(tc.objects...).WithInterceptorFuncs(countingWrites(&writes)).Build()
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa"}}
 			res, err := CreateOrPatch(context.Background(), c, sa, func() error { tc.mutate(sa); return nil })
 			require.NoError(t, err)
@@ -85,26 +75,18 @@ func TestCreateOrPatchRecordedWaitsForTheCacheToShowItsLastWrite(t *testing.T) {
 	// The cache: the server's objects, or the copy held in stale while it is set (nil: none).
 	var stale client.Object
 	staleSet := false
-	cache := interceptor.NewClient(server, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if !staleSet {
-				return c.Get(ctx, key, obj, opts...)
-			}
-			if stale == nil {
-				return apierrors.NewNotFound(corev1.Resource("serviceaccounts"), key.Name)
-			}
-			stale.(*corev1.ServiceAccount).DeepCopyInto(obj.(*corev1.ServiceAccount))
-			return nil
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			writes++
-			return c.Create(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			writes++
-			return c.Patch(ctx, obj, p, opts...)
-		},
-	})
+	funcs := countingWrites(&writes)
+	funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if !staleSet {
+			return c.Get(ctx, key, obj, opts...)
+		}
+		if stale == nil {
+			return apierrors.NewNotFound(corev1.Resource("serviceaccounts"), key.Name)
+		}
+		stale.(*corev1.ServiceAccount).DeepCopyInto(obj.(*corev1.ServiceAccount))
+		return nil
+	}
+	cache := interceptor.NewClient(server, funcs)
 	w := NewOwnWrites(OwnWriteTTL)
 	label := "1"
 	apply := func() (controllerutil.OperationResult, bool) {
@@ -154,4 +136,18 @@ func TestCreateOrPatchRecordedWaitsForTheCacheToShowItsLastWrite(t *testing.T) {
 	res, behind = apply()
 	assert.Equal(t, controllerutil.OperationResultCreated, res)
 	assert.False(t, behind)
+}
+
+// countingWrites passes creates and patches through, counting them in writes.
+func countingWrites(writes *int) interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			*writes++
+			return c.Create(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			*writes++
+			return c.Patch(ctx, obj, p, opts...)
+		},
+	}
 }
