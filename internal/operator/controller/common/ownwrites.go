@@ -28,8 +28,9 @@ type ownWrite struct {
 	at              time.Time
 }
 
-// OwnWriteTTL is how long a status writer trusts its record of a write whose watch event has
-// not arrived: an informer is normally milliseconds behind.
+// OwnWriteTTL is how long a writer trusts its record of a write whose watch event has not
+// arrived: an informer is normally milliseconds behind, and an object someone else deleted
+// right after the write is written again after this.
 const OwnWriteTTL = 5 * time.Second
 
 // CacheBehindRetry is how soon a writer that left an object alone, because the cache did not

@@ -101,7 +101,7 @@ func TestAGangIsCreatedOnceByPassesRacingForIt(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}, gangWrites: common.NewOwnWrites(gangWriteTTL)}}
+	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}, gangWrites: common.NewOwnWrites(common.OwnWriteTTL)}}
 	ctx := context.Background()
 
 	firstDone := make(chan error, 1)

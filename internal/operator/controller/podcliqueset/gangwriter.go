@@ -53,10 +53,6 @@ type gangOutcome struct {
 }
 
 const (
-	// gangWriteTTL bounds how long the writer trusts its record of a PodGang write whose watch
-	// event has not arrived (common.OwnWrites): an informer is normally milliseconds behind,
-	// and a PodGang someone else deleted right after the write is created again after this.
-	gangWriteTTL = 5 * time.Second
 	// gangCacheBehindRetry is when a pass comes back to a PodGang it left alone because the
 	// cache did not show the latest write to it yet.
 	gangCacheBehindRetry = 500 * time.Millisecond
