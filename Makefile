@@ -71,8 +71,27 @@ generate: ## Regenerate deepcopy code, CRDs and webhook configurations (controll
 	@gofmt -w pkg/api
 
 .PHONY: verify
-verify: ## Fail when generated files are stale, go.mod is untidy or code is unformatted.
-	@./hack/verify.sh
+verify: crd-ref-docs ## Fail when generated files or the API reference are stale, go.mod is untidy, code is unformatted or a doc link is broken.
+	@CRD_REF_DOCS=$(BIN)/crd-ref-docs ./hack/verify.sh
+
+.PHONY: docs
+docs: crd-ref-docs ## Regenerate the API reference docs/reference/api/ from pkg/api (crd-ref-docs), then check every doc link.
+	@rm -f docs/reference/api/*.md
+	./hack/api-docs/generate.sh $(BIN)/crd-ref-docs docs/reference/api
+	@$(GO) run ./hack/mdlinks README.md docs
+
+# crd-ref-docs renders the API reference; pinned in its own module (hack/tools/crd-ref-docs)
+# like golangci-lint, and rebuilt only when that pin changes.
+CRD_REF_DOCS_PIN   := $(shell sha256sum hack/tools/crd-ref-docs/go.mod | cut -c1-12)
+CRD_REF_DOCS_STAMP := $(BIN)/.crd-ref-docs-$(CRD_REF_DOCS_PIN)
+
+.PHONY: crd-ref-docs
+crd-ref-docs: $(CRD_REF_DOCS_STAMP) ## Build crd-ref-docs (pinned in hack/tools/crd-ref-docs) into bin/.
+
+$(CRD_REF_DOCS_STAMP):
+	@mkdir -p $(BIN)
+	cd hack/tools/crd-ref-docs && $(GO) build -o $(BIN)/crd-ref-docs github.com/elastic/crd-ref-docs
+	@rm -f $(BIN)/.crd-ref-docs-* && touch $@
 
 .PHONY: lint
 lint: golangci-lint ## golangci-lint v2 (.golangci.yml) on the module and gangwatch.

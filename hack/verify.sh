@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fails when generated code or CRDs are stale, go.mod/go.sum are untidy, Go code is not
-# gofmt'ed, or the vendored third-party CRDs differ from ../shared/thirdparty-crds.
+# gofmt'ed, the vendored third-party CRDs differ from ../shared/thirdparty-crds, the API
+# reference (docs/reference/api) is not what `make docs` renders, a wire-contract name of
+# pkg/api is missing from docs/reference, or a link in README.md or docs/ does not resolve.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +28,7 @@ fi
 restore
 # Nested modules that make test and make lint build (e2e/bench/compare/coscheduling is built only by make
 # bench-compare: it pins Kubernetes 1.34 for scheduler-plugins).
-for m in e2e/bench/gangwatch hack/tools/golangci-lint; do
+for m in e2e/bench/gangwatch hack/tools/golangci-lint hack/tools/crd-ref-docs; do
   cp "$m/go.mod" "$tmp/nested.mod"; cp "$m/go.sum" "$tmp/nested.sum"
   (cd "$m" && go mod tidy)
   if ! diff -q "$tmp/nested.mod" "$m/go.mod" >/dev/null || ! diff -q "$tmp/nested.sum" "$m/go.sum" >/dev/null; then
@@ -47,5 +49,19 @@ fi
 if ! go test -count=1 -run 'TestChartMatchesConfigDefault|TestChartCRDsAreConfigCRDs' ./charts/ >"$tmp/chart" 2>&1; then
   echo "charts/grove and config/default disagree:"; tail -60 "$tmp/chart"; status=1
 fi
-[[ $status -eq 0 ]] && echo "verify: generated files, go.mod and formatting are up to date"
+
+# Documentation: the API reference is current, every wire-contract name is documented, every
+# link resolves.
+crd_ref_docs=${CRD_REF_DOCS:-bin/crd-ref-docs}
+if [[ ! -x "$crd_ref_docs" ]]; then
+  echo "$crd_ref_docs is missing: run 'make crd-ref-docs' (make verify builds it)"; status=1
+else
+  ./hack/api-docs/generate.sh "$crd_ref_docs" "$tmp/api"
+  if ! diff -r "$tmp/api" docs/reference/api >"$tmp/diff" 2>&1; then
+    echo "docs/reference/api is stale: run 'make docs'"; head -40 "$tmp/diff"; status=1
+  fi
+fi
+go run ./hack/docsref || status=1
+go run ./hack/mdlinks README.md docs || status=1
+[[ $status -eq 0 ]] && echo "verify: generated files, API reference, doc links, go.mod and formatting are up to date"
 exit $status
