@@ -58,17 +58,6 @@ func address(s configv1alpha1.Server) string {
 	return net.JoinHostPort(s.BindAddress, strconv.Itoa(s.Port))
 }
 
-// pprofAddress is where net/http/pprof is served: nowhere unless debugging.enableProfiling.
-func pprofAddress(d *configv1alpha1.DebuggingConfiguration) string {
-	if d == nil || d.EnableProfiling == nil || !*d.EnableProfiling {
-		return ""
-	}
-	if d.PprofBindAddress == nil {
-		return configv1alpha1.DefaultPprofBindAddress
-	}
-	return *d.PprofBindAddress
-}
-
 // warnNotImplemented names the upstream Grove configuration keys that are accepted but do nothing here.
 func warnNotImplemented(log logr.Logger, cfg *configv1alpha1.OperatorConfiguration) {
 	if keys := configv1alpha1.NotImplementedKeys(cfg); len(keys) > 0 {
@@ -96,7 +85,7 @@ func ManagerOptions(cfg *configv1alpha1.OperatorConfiguration, scheme *runtime.S
 		Metrics: metricsserver.Options{BindAddress: address(cfg.Server.Metrics), SecureServing: true,
 			FilterProvider: filters.WithAuthenticationAndAuthorization},
 		Cache:            cache.Options{ByObject: controller.CacheByObject()},
-		PprofBindAddress: pprofAddress(cfg.Debugging),
+		PprofBindAddress: configv1alpha1.PprofAddress(cfg.Debugging),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host: cfg.Server.Webhooks.BindAddress, Port: cfg.Server.Webhooks.Port, CertDir: cfg.Server.Webhooks.ServerCertDir,
 		}),

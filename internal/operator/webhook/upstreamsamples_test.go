@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
@@ -76,7 +77,7 @@ metadata:
 spec:
   replicas: 1
   template:
-    startupType: CliqueStartupTypeExplicit
+    cliqueStartupType: CliqueStartupTypeExplicit
     terminationDelay: 15m
     headlessServiceConfig: {publishNotReadyAddresses: true}
     cliques:
@@ -173,7 +174,9 @@ func TestUpstreamShapedPodCliqueSetsAreAdmitted(t *testing.T) {
 				u := &unstructured.Unstructured{}
 				require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(manifest, name, scheduler, ct.Name)), &u.Object))
 				u.SetNamespace(ns)
-				err := e.client.Create(ctx, u)
+				// Strict: a field the CRD does not know (a misspelt sample) fails here instead
+				// of being pruned silently.
+				err := e.client.Create(ctx, u, client.FieldValidation(metav1.FieldValidationStrict))
 				if paths, ok := rejected[sample+"/"+scheduler]; ok {
 					requireInvalid(t, err, paths...)
 					return

@@ -67,6 +67,9 @@ func RunShared(m *testing.M, opts Options) int {
 // TestNamespace creates a uniquely named namespace for a test on c.
 func (c *Cluster) TestNamespace(t testing.TB) string {
 	t.Helper()
+	if c == nil && testing.Short() {
+		t.Skip("needs the control plane, which -short does not start")
+	}
 	name := strings.ToLower(fmt.Sprintf("t-%s-%s", truncate(sanitize(t.Name()), 40), rand.String(5)))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -1,7 +1,9 @@
 package v1alpha1
 
 import (
+	"net"
 	"slices"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +23,8 @@ const (
 	DefaultNamespace         = "grove-system"
 	DefaultLeaseName         = "grove-operator-leader-election"
 	DefaultConcurrentSyncs   = 4
-	DefaultPprofBindAddress  = "127.0.0.1:2753"
+	DefaultPprofBindHost     = "127.0.0.1"
+	DefaultPprofBindPort     = 2753
 	// DefaultPartialBindingTimeout is how long a PodGang may stay partly bound by default: far
 	// longer than binding a gang takes, short enough that held nodes come back.
 	DefaultPartialBindingTimeout = 5 * time.Minute
@@ -85,12 +88,14 @@ func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
 	if c.LogFormat == "" {
 		c.LogFormat = LogFormatJSON
 	}
+	// Without profiles, Grove's own backend is the default (upstream defaults to
+	// default-scheduler: Grove ships its scheduler). With profiles listed but no default named,
+	// pods without a schedulerName go to default-scheduler, as upstream decides.
 	if len(c.Scheduler.Profiles) == 0 {
 		c.Scheduler.Profiles = []SchedulerProfile{{Name: SchedulerNameGrove}}
+		setString((*string)(&c.Scheduler.DefaultProfileName), string(SchedulerNameGrove))
 	}
-	if c.Scheduler.DefaultProfileName == "" && len(c.Scheduler.Profiles) == 1 {
-		c.Scheduler.DefaultProfileName = c.Scheduler.Profiles[0].Name
-	}
+	setString((*string)(&c.Scheduler.DefaultProfileName), string(SchedulerNameKube))
 	// default-scheduler is always enabled: pods that name it must not go unhandled.
 	if !slices.ContainsFunc(c.Scheduler.Profiles, func(p SchedulerProfile) bool { return p.Name == SchedulerNameKube }) {
 		c.Scheduler.Profiles = append(c.Scheduler.Profiles, SchedulerProfile{Name: SchedulerNameKube})
@@ -99,8 +104,13 @@ func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
 	if tas.Enabled && len(tas.Levels) > 0 && !slices.ContainsFunc(tas.Profiles, func(p TopologyProfile) bool { return p.Name == UpstreamTopologyName }) {
 		tas.Profiles = append(tas.Profiles, TopologyProfile{Name: UpstreamTopologyName, Levels: slices.Clone(tas.Levels)})
 	}
-	if c.Debugging != nil && c.Debugging.PprofBindAddress == nil {
-		c.Debugging.PprofBindAddress = ptr.To(DefaultPprofBindAddress)
+	if d := c.Debugging; d != nil && d.PprofBindAddress == nil {
+		if d.PprofBindHost == nil {
+			d.PprofBindHost = ptr.To(DefaultPprofBindHost)
+		}
+		if d.PprofBindPort == nil {
+			d.PprofBindPort = ptr.To(DefaultPprofBindPort)
+		}
 	}
 	setString(&c.StartupWaiter.Image, DefaultStartupWaiterImg)
 	setDuration(&c.PodGang.PartialBindingTimeout, DefaultPartialBindingTimeout)
@@ -118,18 +128,31 @@ func setString(s *string, v string) {
 	}
 }
 
-// NotImplementedKeys lists the keys of upstream Grove's configuration that are present in c
-// and that this operator accepts but does not implement (whatever their value).
+// NotImplementedKeys lists the features of upstream Grove's configuration that c turns on and
+// that this operator accepts but does not implement. A feature left off (upstream's chart
+// renders autoMNNVLEnabled: false by default) asks for nothing, so it is not listed.
 func NotImplementedKeys(c *OperatorConfiguration) []string {
 	var keys []string
-	if c.Authorizer != nil {
-		keys = append(keys, "authorizer")
+	if c.Authorizer != nil && c.Authorizer.Enabled {
+		keys = append(keys, "authorizer.enabled")
 	}
-	if c.Network != nil {
+	if c.Network != nil && c.Network.AutoMNNVLEnabled {
 		keys = append(keys, "network.autoMNNVLEnabled")
 	}
-	if c.MNNVL != nil {
+	if c.MNNVL != nil && c.MNNVL.Enabled {
 		keys = append(keys, "mnnvl.enabled")
 	}
 	return keys
+}
+
+// PprofAddress is host:port of the profiling server, or "" when profiling is off. d has its
+// defaults applied.
+func PprofAddress(d *DebuggingConfiguration) string {
+	if d == nil || d.EnableProfiling == nil || !*d.EnableProfiling {
+		return ""
+	}
+	if d.PprofBindAddress != nil {
+		return *d.PprofBindAddress
+	}
+	return net.JoinHostPort(ptr.Deref(d.PprofBindHost, DefaultPprofBindHost), strconv.Itoa(ptr.Deref(d.PprofBindPort, DefaultPprofBindPort)))
 }

@@ -54,10 +54,20 @@ type OperatorConfiguration struct {
 
 // DebuggingConfiguration configures debugging endpoints.
 type DebuggingConfiguration struct {
-	// EnableProfiling serves net/http/pprof under /debug/pprof/ on PprofBindAddress.
+	// EnableProfiling serves net/http/pprof under /debug/pprof/ on PprofBindHost:PprofBindPort.
 	// +optional
 	EnableProfiling *bool `json:"enableProfiling,omitempty"`
-	// PprofBindAddress is host:port of the profiling server; 127.0.0.1:2753 when unset.
+	// PprofBindHost is the host or IP the profiling server binds to (upstream Grove's key);
+	// 127.0.0.1 when unset.
+	// +optional
+	PprofBindHost *string `json:"pprofBindHost,omitempty"`
+	// PprofBindPort is the port the profiling server binds to (upstream Grove's key); 2753
+	// when unset.
+	// +optional
+	PprofBindPort *int `json:"pprofBindPort,omitempty"`
+	// PprofBindAddress is host:port of the profiling server, the spelling earlier Grove
+	// releases of this project accepted. Deprecated: use pprofBindHost and pprofBindPort; it
+	// may not be set together with them.
 	// +optional
 	PprofBindAddress *string `json:"pprofBindAddress,omitempty"`
 }

@@ -20,11 +20,7 @@ func ValidateOperatorConfiguration(c *configv1alpha1.OperatorConfiguration) fiel
 	errs = append(errs, validateClient(c.ClientConnection, field.NewPath("runtimeClientConnection"))...)
 	errs = append(errs, validateLeaderElection(c.LeaderElection, field.NewPath("leaderElection"))...)
 	errs = append(errs, validateServer(c.Server, field.NewPath("server"))...)
-	if d := c.Debugging; d != nil && d.PprofBindAddress != nil {
-		if _, _, err := net.SplitHostPort(*d.PprofBindAddress); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("debugging", "pprofBindAddress"), *d.PprofBindAddress, "must be host:port"))
-		}
-	}
+	errs = append(errs, validateDebugging(c.Debugging, field.NewPath("debugging"))...)
 	errs = append(errs, validateControllers(c.Controllers, field.NewPath("controllers"))...)
 	errs = append(errs, validateLogging(c, field.NewPath("logLevel"), field.NewPath("logFormat"))...)
 	errs = append(errs, validateScheduler(c.Scheduler, field.NewPath("scheduler"))...)
@@ -148,6 +144,30 @@ func validateLogging(c *configv1alpha1.OperatorConfiguration, levelPath, formatP
 	return errs
 }
 
+func validateDebugging(d *configv1alpha1.DebuggingConfiguration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if d == nil {
+		return nil
+	}
+	if d.PprofBindAddress != nil {
+		if d.PprofBindHost != nil || d.PprofBindPort != nil {
+			errs = append(errs, field.Forbidden(p.Child("pprofBindAddress"), "set pprofBindHost and pprofBindPort (upstream Grove's keys) or pprofBindAddress, not both"))
+		}
+		if _, _, err := net.SplitHostPort(*d.PprofBindAddress); err != nil {
+			errs = append(errs, field.Invalid(p.Child("pprofBindAddress"), *d.PprofBindAddress, "must be host:port"))
+		}
+	}
+	if h := d.PprofBindHost; h != nil && net.ParseIP(*h) == nil && len(validation.IsDNS1123Subdomain(*h)) > 0 {
+		errs = append(errs, field.Invalid(p.Child("pprofBindHost"), *h, "must be an IP address or a host name"))
+	}
+	if d.PprofBindPort != nil {
+		for _, msg := range validation.IsValidPortNum(*d.PprofBindPort) {
+			errs = append(errs, field.Invalid(p.Child("pprofBindPort"), *d.PprofBindPort, msg))
+		}
+	}
+	return errs
+}
+
 func validateScheduler(s configv1alpha1.SchedulerConfiguration, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	pp := p.Child("profiles")
@@ -164,10 +184,7 @@ func validateScheduler(s configv1alpha1.SchedulerConfiguration, p *field.Path) f
 		}
 		seen[prof.Name] = true
 	}
-	switch {
-	case s.DefaultProfileName == "" && len(s.Profiles) > 1:
-		errs = append(errs, field.Required(p.Child("defaultProfileName"), "needed when more than one profile is enabled"))
-	case s.DefaultProfileName != "" && !seen[s.DefaultProfileName]:
+	if s.DefaultProfileName != "" && !seen[s.DefaultProfileName] {
 		errs = append(errs, field.Invalid(p.Child("defaultProfileName"), s.DefaultProfileName, "must name one of scheduler.profiles"))
 	}
 	return errs

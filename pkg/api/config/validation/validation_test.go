@@ -44,7 +44,7 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 	assert.Equal(t, 30*time.Second, c.PodGang.PartialBindingTimeout.Duration)
 	assert.Equal(t, 10443, c.Server.Webhooks.Port)
 	assert.Equal(t, configv1alpha1.LogFormatText, c.LogFormat)
-	assert.Equal(t, configv1alpha1.SchedulerNameKAI, c.Scheduler.DefaultProfileName, "a single profile becomes the default")
+	assert.Equal(t, configv1alpha1.SchedulerNameKube, c.Scheduler.DefaultProfileName, "profiles without a default name default-scheduler, as upstream")
 	assert.Equal(t, 9, *c.Controllers.PodCliqueSet.ConcurrentSyncs)
 }
 
@@ -89,9 +89,6 @@ func TestValidationReportsFieldPaths(t *testing.T) {
 			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: "grove-scheduler"}}
 			c.Scheduler.DefaultProfileName = "kai-scheduler"
 		}, "scheduler.defaultProfileName", field.ErrorTypeInvalid},
-		{"two profiles without default", func(c *configv1alpha1.OperatorConfiguration) {
-			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: "grove-scheduler"}, {Name: "kai-scheduler"}}
-		}, "scheduler.defaultProfileName", field.ErrorTypeRequired},
 		{"topology profiles while disabled", func(c *configv1alpha1.OperatorConfiguration) {
 			c.TopologyAwareScheduling.Profiles = []configv1alpha1.TopologyProfile{{Name: "t", Levels: levels}}
 		}, "topologyAwareScheduling.profiles", field.ErrorTypeForbidden},
