@@ -84,6 +84,12 @@ func (v *PodCliqueSetValidator) ValidateUpdate(ctx context.Context, oldPCS, newP
 	}
 	warnings, errs := validation.ValidatePodCliqueSetUpdate(newPCS, oldPCS)
 	errs = append(errs, validatePodTemplates(newPCS)...)
+	if len(errs) == 0 && validation.TopologyConstraintsChanged(newPCS, oldPCS) {
+		// A repair upstream allows (a topologyName added to a legacy constraint, packDomain
+		// moved to pack.required): the repaired constraints must hold against the topology.
+		tw, terrs := validation.ValidateTopologyConstraints(newPCS, v.TopologyAwareScheduling, v.lookupTopology(ctx))
+		warnings, errs = append(warnings, tw...), append(errs, terrs...)
+	}
 	bw, berrs := v.validateBackend(ctx, newPCS, errs)
 	return append(warnings, bw...), admissionError(kindPodCliqueSet, newPCS.Name, append(errs, berrs...))
 }

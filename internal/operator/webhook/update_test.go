@@ -56,3 +56,67 @@ func TestMetadataOnlyUpdatesAndDeletionsAreNotBlocked(t *testing.T) {
 	_, err = ctv.ValidateUpdate(ctx, ct, withFinalizer)
 	assert.NoError(t, err)
 }
+
+// TestLegacyTopologyRepairsAreAdmitted: an object an older Dynamo release wrote (packDomain,
+// no topologyName) may be repaired by its owner exactly as upstream Grove allows: a
+// topologyName added with packDomain kept, then packDomain moved to pack.required. Other
+// changes of a constraint, both steps at once, and repairs naming a domain the topology lacks
+// are refused with the field path.
+func TestLegacyTopologyRepairsAreAdmitted(t *testing.T) {
+	ctx := context.Background()
+	registry, err := webhooktest.Registry(ctx, nil)
+	require.NoError(t, err)
+	v := &webhook.PodCliqueSetValidator{Reader: topologies{}, Backends: registry, TopologyAwareScheduling: true}
+
+	withConstraints := func(pcsTC, groupTC *corev1alpha1.TopologyConstraint) *corev1alpha1.PodCliqueSet {
+		p := newPCS("ns", "legacy")
+		p.Spec.Template.TopologyConstraint = pcsTC
+		p.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = groupTC
+		corev1alpha1.SetDefaultsPodCliqueSet(p)
+		return p
+	}
+	legacyTC := func(d corev1alpha1.TopologyDomain) *corev1alpha1.TopologyConstraint {
+		return &corev1alpha1.TopologyConstraint{PackDomain: d}
+	}
+	named := func(name string, d corev1alpha1.TopologyDomain) *corev1alpha1.TopologyConstraint {
+		return &corev1alpha1.TopologyConstraint{TopologyName: name, PackDomain: d}
+	}
+	required := func(name string, d corev1alpha1.TopologyDomain) *corev1alpha1.TopologyConstraint {
+		return &corev1alpha1.TopologyConstraint{TopologyName: name, Pack: &corev1alpha1.TopologyPackConstraint{Required: d}}
+	}
+	legacy := withConstraints(legacyTC("block"), legacyTC("rack"))
+	repaired := withConstraints(named("gpu", "block"), legacyTC("rack"))
+
+	cases := []struct {
+		name     string
+		old, new *corev1alpha1.PodCliqueSet
+		paths    []string
+	}{
+		{"topologyName added to a legacy constraint", legacy, repaired, nil},
+		{"then packDomain moved to pack.required", repaired, withConstraints(required("gpu", "block"), legacyTC("rack")), nil},
+		{"a child's packDomain moved to pack.required", repaired, withConstraints(named("gpu", "block"), &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Required: "rack"}}), nil},
+		{"both steps in one update", legacy, withConstraints(required("gpu", "block"), legacyTC("rack")),
+			[]string{"spec.template.topologyConstraint"}},
+		{"a repair that also changes the domain", legacy, withConstraints(named("gpu", "rack"), legacyTC("rack")),
+			[]string{"spec.template.topologyConstraint"}},
+		{"a topologyName added to an object that already names one", repaired, withConstraints(named("gpu", "block"), named("gpu", "rack")),
+			[]string{"spec.template.podCliqueScalingGroups[0].topologyConstraint"}},
+		{"a repair naming a topology that does not exist", legacy, withConstraints(named("missing", "block"), legacyTC("rack")),
+			[]string{"spec.template.topologyConstraint.topologyName"}},
+		{"a move to pack.required with another domain", repaired, withConstraints(required("gpu", "zone"), legacyTC("rack")),
+			[]string{"spec.template.topologyConstraint"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.ValidateUpdate(ctx, tc.old.DeepCopy(), tc.new.DeepCopy())
+			if tc.paths == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			for _, p := range tc.paths {
+				assert.Contains(t, err.Error(), p)
+			}
+		})
+	}
+}

@@ -20,13 +20,72 @@ import (
 func ValidatePodCliqueSetUpdate(newPCS, oldPCS *corev1alpha1.PodCliqueSet) (warnings []string, errs field.ErrorList) {
 	warnings, errs = ValidatePodCliqueSet(newPCS)
 	nt, ot := &newPCS.Spec.Template, &oldPCS.Spec.Template
+	legacy := hasLegacyTopologyConstraint(oldPCS)
 	errs = append(errs, immutable(startupTypeOf(nt), startupTypeOf(ot), templatePath.Child("cliqueStartupType"))...)
-	errs = append(errs, immutable(nt.TopologyConstraint, ot.TopologyConstraint, templatePath.Child("topologyConstraint"))...)
+	errs = append(errs, immutableTopology(nt.TopologyConstraint, ot.TopologyConstraint, legacy, templatePath.Child("topologyConstraint"))...)
 	errs = append(errs, immutable(nt.ResourceClaimTemplates, ot.ResourceClaimTemplates, templatePath.Child("resourceClaimTemplates"))...)
 	errs = append(errs, immutable(nt.ResourceSharing, ot.ResourceSharing, templatePath.Child("resourceSharing"))...)
-	errs = append(errs, validateCliquesUpdate(nt, ot)...)
-	errs = append(errs, validateScalingGroupsUpdate(nt, ot)...)
+	errs = append(errs, validateCliquesUpdate(nt, ot, legacy)...)
+	errs = append(errs, validateScalingGroupsUpdate(nt, ot, legacy)...)
 	return warnings, errs
+}
+
+// immutableTopology is immutable for a topology constraint, except for the two repairs
+// upstream Grove accepts on update, so that an object written by an older Dynamo release can
+// be brought to the current API by its owner:
+//   - legacy (the old PodCliqueSet has no topologyName anywhere yet a constraint with
+//     packDomain, as Dynamo wrote before topologyName existed): a constraint with packDomain
+//     and no topologyName may gain a topologyName, its packDomain unchanged;
+//   - always: packDomain may move to pack.required (same domain, same topologyName, same
+//     preferred domain).
+//
+// Anything else, including both steps in one update, changes what the running gangs were
+// built from and is refused.
+func immutableTopology(newTC, oldTC *corev1alpha1.TopologyConstraint, legacy bool, p *field.Path) field.ErrorList {
+	if (legacy && addsTopologyName(oldTC, newTC)) || movesPackDomainToRequired(oldTC, newTC) {
+		return nil
+	}
+	return immutable(newTC, oldTC, p)
+}
+
+func addsTopologyName(oldTC, newTC *corev1alpha1.TopologyConstraint) bool {
+	return oldTC != nil && newTC != nil && oldTC.TopologyName == "" && oldTC.PackDomain != "" &&
+		newTC.TopologyName != "" && newTC.PackDomain == oldTC.PackDomain
+}
+
+func movesPackDomainToRequired(oldTC, newTC *corev1alpha1.TopologyConstraint) bool {
+	return oldTC != nil && newTC != nil && oldTC.PackDomain != "" && newTC.PackDomain == "" &&
+		newTC.Pack != nil && newTC.Pack.Required == oldTC.PackDomain &&
+		newTC.TopologyName == oldTC.TopologyName && newTC.PreferredDomain() == oldTC.PreferredDomain()
+}
+
+// hasLegacyTopologyConstraint: no constraint of the PodCliqueSet names its ClusterTopology,
+// and one has a packDomain (the shape written before topologyName existed).
+func hasLegacyTopologyConstraint(pcs *corev1alpha1.PodCliqueSet) bool {
+	if EffectiveTopologyName(pcs) != "" {
+		return false
+	}
+	for _, r := range topologyConstraints(pcs) {
+		if r.tc.PackDomain != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// TopologyConstraintsChanged reports whether an update changed any topology constraint (one
+// of the repairs above): the new constraints are then checked against their ClusterTopology.
+func TopologyConstraintsChanged(newPCS, oldPCS *corev1alpha1.PodCliqueSet) bool {
+	n, o := topologyConstraints(newPCS), topologyConstraints(oldPCS)
+	if len(n) != len(o) {
+		return true
+	}
+	for i := range n {
+		if n[i].path.String() != o[i].path.String() || !apiequality.Semantic.DeepEqual(n[i].tc, o[i].tc) {
+			return true
+		}
+	}
+	return false
 }
 
 // immutable compares semantically, so nil and empty lists are the same.
@@ -44,7 +103,7 @@ func startupTypeOf(t *corev1alpha1.PodCliqueSetTemplateSpec) corev1alpha1.Clique
 	return *t.StartupType
 }
 
-func validateCliquesUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec) field.ErrorList {
+func validateCliquesUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec, legacy bool) field.ErrorList {
 	var errs field.ErrorList
 	cp := templatePath.Child("cliques")
 	oldIndex := map[string]int{}
@@ -77,7 +136,7 @@ func validateCliquesUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec) field.
 		errs = append(errs, immutable(c.Spec.StartsAfter, o.Spec.StartsAfter, sp.Child("startsAfter"))...)
 		errs = append(errs, immutable(c.Spec.PodSpec.SchedulerName, o.Spec.PodSpec.SchedulerName, sp.Child("podSpec", "schedulerName"))...)
 		errs = append(errs, immutable(c.ResourceSharing, o.ResourceSharing, p.Child("resourceSharing"))...)
-		errs = append(errs, immutable(c.TopologyConstraint, o.TopologyConstraint, p.Child("topologyConstraint"))...)
+		errs = append(errs, immutableTopology(c.TopologyConstraint, o.TopologyConstraint, legacy, p.Child("topologyConstraint"))...)
 	}
 	for _, c := range ot.Cliques {
 		if c != nil && !newNames[c.Name] {
@@ -87,7 +146,7 @@ func validateCliquesUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec) field.
 	return errs
 }
 
-func validateScalingGroupsUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec) field.ErrorList {
+func validateScalingGroupsUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec, legacy bool) field.ErrorList {
 	var errs field.ErrorList
 	gp := templatePath.Child("podCliqueScalingGroups")
 	old := map[string]*corev1alpha1.PodCliqueScalingGroupConfig{}
@@ -107,7 +166,7 @@ func validateScalingGroupsUpdate(nt, ot *corev1alpha1.PodCliqueSetTemplateSpec) 
 		errs = append(errs, immutable(g.CliqueNames, o.CliqueNames, p.Child("cliqueNames"))...)
 		errs = append(errs, immutable(corev1alpha1.ScalingGroupMinAvailable(g), corev1alpha1.ScalingGroupMinAvailable(o), p.Child("minAvailable"))...)
 		errs = append(errs, immutable(g.ResourceSharing, o.ResourceSharing, p.Child("resourceSharing"))...)
-		errs = append(errs, immutable(g.TopologyConstraint, o.TopologyConstraint, p.Child("topologyConstraint"))...)
+		errs = append(errs, immutableTopology(g.TopologyConstraint, o.TopologyConstraint, legacy, p.Child("topologyConstraint"))...)
 	}
 	for _, g := range ot.PodCliqueScalingGroupConfigs {
 		if !newNames[g.Name] {
