@@ -412,10 +412,16 @@ func TestOnDelete(t *testing.T) {
 		}
 		got := e.pcs(c, "ondel")
 		if assert.NotNil(c, got.Status.UpdateProgress) {
-			assert.Nil(c, got.Status.UpdateProgress.UpdateEndedAt)
+			// As upstream: the operator replaces nothing, so the update has ended once the new
+			// template is accepted (Dynamo waits for updateEndedAt).
+			assert.NotNil(c, got.Status.UpdateProgress.UpdateEndedAt, "an OnDelete update ends at once")
 			assert.Nil(c, got.Status.UpdateProgress.CurrentlyUpdating, "OnDelete picks no replica")
 		}
 		assert.Zero(c, got.Status.UpdatedReplicas)
+		group := e.pcsg(c, "ondel-0-workers")
+		if assert.NotNil(c, group.Status.UpdateProgress) {
+			assert.NotNil(c, group.Status.UpdateProgress.UpdateEndedAt, "the scaling group's update ends at once too")
+		}
 	})
 	assert.Equal(t, keys(before), keys(e.podUIDs(t, "ondel-")), "nothing was replaced")
 

@@ -59,6 +59,9 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		if j, ok := inFlight(); ok {
 			next.ReadyReplicaIndicesSelectedToUpdate = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{Current: int32(j)}
 		}
+		if s := pcs.Spec.UpdateStrategy; s != nil && s.Type == corev1alpha1.OnDeleteStrategy {
+			next.UpdateEndedAt = &now // as the PodCliqueSet's: OnDelete replaces nothing itself
+		}
 		progress = next
 	}
 	if j, ok := inFlight(); ok && replicas[j].updated {

@@ -229,7 +229,7 @@ func lastErrors(previous []corev1alpha1.LastError, st *state, syncErr error) []c
 // updated. RollingRecreate updates one replica at a time: the PodClique and scaling-group
 // controllers replace the pods of status.updateProgress.currentlyUpdating only, and the next
 // replica is picked (unavailable ones first: they have nothing to lose) once every pod of it is
-// updated and ready again. OnDelete reports progress and picks no replica.
+// updated and ready again. OnDelete picks no replica and ends the update at once.
 func updateProgress(st *state, generationHash string, replica func(i int) replicaUpdate,
 	pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup) *corev1alpha1.PodCliqueSetUpdateProgress {
 	previousHash := st.stored.Status.CurrentGenerationHash
@@ -244,6 +244,12 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 			current = progress.CurrentlyUpdating
 		}
 		progress = &corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: now, CurrentlyUpdating: current}
+		if st.pcs.Spec.UpdateStrategy.Type == corev1alpha1.OnDeleteStrategy {
+			// As upstream: with OnDelete the operator replaces nothing itself, so the update
+			// ends as soon as the new template is accepted (tools such as Dynamo wait for
+			// updateEndedAt); pods are replaced as their owners delete them.
+			progress.UpdateEndedAt = &now
+		}
 	}
 	if progress == nil || progress.UpdateEndedAt != nil {
 		return progress
