@@ -540,3 +540,61 @@ func TestRollingUpdateWithScalingAndASecondChange(t *testing.T) {
 	}
 	assert.Len(t, e.pods("scale-1-workers-2-prefill"), 2, "the scaled-out group replica is kept")
 }
+
+// TestAReplacedPodKeepsItsIndex: a rolling update replaces a pod while the old one is still
+// terminating (held here by a finalizer, as a pod with a long grace period is): the
+// replacement takes the old pod's index and so its hostname, and every clique ends with
+// exactly the indices 0..replicas-1, as upstream (Dynamo derives ranks from
+// GROVE_PCLQ_POD_INDEX and addresses peers by hostname).
+func TestAReplacedPodKeepsItsIndex(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "idx", 1)
+	pcs.Spec.Template.Clique("router").Spec.Replicas = 2
+	pcs.Spec.Template.Clique("router").Spec.MinAvailable = ptr.To[int32](1)
+	e.create(pcs)
+	e.startScheduler(e.kwokNode())
+	e.eventually(func(c *assert.CollectT) {
+		assert.EqualValues(c, 1, e.pcs(c, "idx").Status.AvailableReplicas)
+		pods := e.pods("idx-0-router")
+		assert.Len(c, pods, 2)
+		for _, p := range pods {
+			assert.True(c, isReady(&p))
+		}
+	})
+	const hold = "test.grove.io/hold"
+	held := e.pods("idx-0-router")
+	for i := range held {
+		p := &held[i]
+		patch := client.MergeFrom(p.DeepCopy())
+		p.Finalizers = append(p.Finalizers, hold)
+		require.NoError(t, e.c.Patch(e.ctx, p, patch))
+	}
+	t.Cleanup(func() {
+		for i := range held {
+			p := &corev1.Pod{}
+			if e.c.Get(context.Background(), client.ObjectKeyFromObject(&held[i]), p) == nil {
+				patch := client.MergeFrom(p.DeepCopy())
+				p.Finalizers = slices.DeleteFunc(p.Finalizers, func(f string) bool { return f == hold })
+				_ = e.c.Patch(context.Background(), p, patch)
+			}
+		}
+	})
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.waitUpdated("idx", 1)
+	for clique, replicas := range map[string]int{"idx-0-router": 2, "idx-0-workers-0-prefill": 2, "idx-0-workers-0-decode": 1, "idx-0-workers-1-prefill": 2, "idx-0-workers-1-decode": 1} {
+		var hostnames, want []string
+		for _, p := range e.pods(clique) {
+			hostnames = append(hostnames, p.Spec.Hostname)
+		}
+		for i := range replicas {
+			want = append(want, apicommon.PodHostname(clique, i))
+		}
+		assert.Equal(t, want, hostnames, "%s: the replacements took the indices of the pods they replaced", clique)
+	}
+	for i := range held {
+		p := &corev1.Pod{}
+		require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(&held[i]), p))
+		assert.NotNil(t, p.DeletionTimestamp, "%s: the old pod was still terminating while its index was reused", p.Name)
+	}
+}

@@ -161,9 +161,13 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, "SchedulerNotEnabled", "CreatePods", msg)
 		return reconcile.TerminalError(errors.New(msg))
 	}
+	// Only active pods hold their index: a replacement takes the index (and so the hostname)
+	// of the pod it replaces while that one is still terminating, as upstream does. Dynamo
+	// derives ranks from the index and addresses peers by hostname, so a rollout must not
+	// shift them.
 	used := map[int]bool{}
 	for _, p := range pods {
-		if i, ok := common.IntLabel(p, apicommon.LabelPodCliquePodIndex); ok {
+		if i, ok := common.IntLabel(p, apicommon.LabelPodCliquePodIndex); ok && common.IsActive(p) {
 			used[i] = true
 		}
 	}
