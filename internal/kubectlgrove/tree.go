@@ -113,7 +113,7 @@ func (s *Snapshot) Render(w io.Writer) {
 	sort.Ints(idx)
 	for ri, r := range idx {
 		lastReplica := ri == len(idx)-1
-		fmt.Fprintf(w, "%s replica %d\n", branch(lastReplica), r)
+		fmt.Fprintf(w, "%s replica %d%s\n", branch(lastReplica), r, s.replicaVersions(r))
 		gangs := replicas[r]
 		sort.Slice(gangs, func(i, j int) bool { return gangs[i].Name < gangs[j].Name })
 		for gi, g := range gangs {
@@ -129,6 +129,52 @@ func (s *Snapshot) Render(w io.Writer) {
 			s.renderGroups(w, prefix+indent(lastGang), g, podsByGang[g.Name])
 		}
 	}
+}
+
+// replicaVersions says which template versions (PodCliqueSet generation hashes) the replica's
+// pods run: one version in steady state, the current one first with the count of pods on each
+// during a rollout, and whether the replica is the one a RollingRecreate update is replacing.
+func (s *Snapshot) replicaVersions(replica int) string {
+	counts := map[string]int{}
+	for _, p := range s.Pods {
+		if p.DeletionTimestamp != nil || p.Labels[common.LabelPodCliqueSetReplicaIndex] != strconv.Itoa(replica) {
+			continue
+		}
+		counts[p.Labels[common.LabelPodCliqueSetGenerationHash]]++
+	}
+	if len(counts) == 0 {
+		return ""
+	}
+	current := ""
+	if h := s.PCS.Status.CurrentGenerationHash; h != nil {
+		current = *h
+	}
+	versions := make([]string, 0, len(counts))
+	for v := range counts {
+		versions = append(versions, v)
+	}
+	sort.Slice(versions, func(i, j int) bool {
+		if (versions[i] == current) != (versions[j] == current) {
+			return versions[i] == current
+		}
+		return versions[i] < versions[j]
+	})
+	updating := ""
+	if up := s.PCS.Status.UpdateProgress; up != nil && up.UpdateEndedAt == nil {
+		for _, c := range up.CurrentlyUpdating {
+			if int(c.ReplicaIndex) == replica {
+				updating = " (updating)"
+			}
+		}
+	}
+	if len(versions) == 1 {
+		return fmt.Sprintf("  version=%s%s", orDash(versions[0]), updating)
+	}
+	parts := make([]string, len(versions))
+	for i, v := range versions {
+		parts[i] = fmt.Sprintf("%s:%d", orDash(v), counts[v])
+	}
+	return fmt.Sprintf("  versions=%s%s", strings.Join(parts, ","), updating)
 }
 
 func (s *Snapshot) renderGroups(w io.Writer, prefix string, g schedv1alpha1.PodGang, pods []corev1.Pod) {

@@ -114,3 +114,32 @@ func TestPackingUsesTheRequiredDomainOfThePodGang(t *testing.T) {
 	s.Topology = nil
 	assert.Equal(t, Packing{Pods: 2, Bound: 2}, s.Packing(&s.Gangs[1]))
 }
+
+// During a rollout each replica line names the versions its pods run (the current one first,
+// with how many pods run each) and marks the replica being updated; a settled replica shows
+// one version. Terminating pods do not count.
+func TestRenderShowsEachReplicasVersions(t *testing.T) {
+	versioned := func(name, replica, hash string) corev1.Pod {
+		p := pod(name, "g-"+replica, "c-"+replica, "0", "")
+		p.Labels[common.LabelPodCliqueSetReplicaIndex] = replica
+		p.Labels[common.LabelPodCliqueSetGenerationHash] = hash
+		return p
+	}
+	gone := versioned("old-going", "1", "old")
+	gone.DeletionTimestamp = &metav1.Time{}
+	current := "new"
+	s := &Snapshot{
+		PCS: &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+			Status: corev1alpha1.PodCliqueSetStatus{CurrentGenerationHash: &current, UpdateProgress: &corev1alpha1.PodCliqueSetUpdateProgress{
+				CurrentlyUpdating: []corev1alpha1.PodCliqueSetReplicaUpdateProgress{{ReplicaIndex: 0}}}}},
+		Gangs: []schedv1alpha1.PodGang{
+			{ObjectMeta: metav1.ObjectMeta{Name: "g-0", Labels: map[string]string{common.LabelPodCliqueSetReplicaIndex: "0"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "g-1", Labels: map[string]string{common.LabelPodCliqueSetReplicaIndex: "1"}}},
+		},
+		Pods: []corev1.Pod{versioned("a", "0", "old"), versioned("b", "0", "new"), versioned("c", "0", "old"), versioned("d", "1", "new"), gone},
+	}
+	var out bytes.Buffer
+	s.Render(&out)
+	assert.Contains(t, out.String(), "replica 0  versions=new:1,old:2 (updating)\n")
+	assert.Contains(t, out.String(), "replica 1  version=new\n")
+}
