@@ -76,7 +76,12 @@ func (o TransitionObserver) Start(ctx context.Context) error {
 
 // RollingUpdateEnded reports a rolling update that the new object shows finished and the old
 // one did not, with its duration.
+// An OnDelete update ends the moment it starts (the operator replaces nothing), so it is not
+// a rolling update and is not reported.
 func RollingUpdateEnded(oldPCS, newPCS *corev1alpha1.PodCliqueSet) (time.Duration, bool) {
+	if s := newPCS.Spec.UpdateStrategy; s != nil && s.Type == corev1alpha1.OnDeleteStrategy {
+		return 0, false
+	}
 	n := newPCS.Status.UpdateProgress
 	if n == nil || n.UpdateEndedAt == nil || n.UpdateStartedAt.IsZero() {
 		return 0, false

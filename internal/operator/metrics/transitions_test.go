@@ -38,6 +38,8 @@ func TestRollingUpdateEnded(t *testing.T) {
 		// A watch that skipped the running state still sees a new update end.
 		{"finished update replaced by a finished one", pcs(done), pcs(nextDone), 30 * time.Second, true},
 		{"first seen finished", pcs(nil), pcs(done), 90 * time.Second, true},
+		// An OnDelete update ends as it starts: no rolling update to report.
+		{"OnDelete update ended", pcs(nil), onDelete(pcs(&corev1alpha1.PodCliqueSetUpdateProgress{UpdateStartedAt: t0, UpdateEndedAt: &t0})), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ended := RollingUpdateEnded(tc.old, tc.new)
@@ -45,6 +47,11 @@ func TestRollingUpdateEnded(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+func onDelete(p *corev1alpha1.PodCliqueSet) *corev1alpha1.PodCliqueSet {
+	p.Spec.UpdateStrategy = &corev1alpha1.PodCliqueSetUpdateStrategy{Type: corev1alpha1.OnDeleteStrategy}
+	return p
 }
 
 func ptrTime(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
