@@ -232,9 +232,12 @@ func TestAdmissionRefusesWhatVolcanoCannotPack(t *testing.T) {
 		{"required host has no tier", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.TopologyConstraint.Pack = &corev1alpha1.TopologyPackConstraint{Required: "host"}
 		}, []string{"spec.template.topologyConstraint.pack.required"}},
-		{"required and another preferred", func(p *corev1alpha1.PodCliqueSet) {
+		{"required and a narrower preferred", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.TopologyConstraint.Pack = &corev1alpha1.TopologyPackConstraint{Required: "block", Preferred: "rack"}
 		}, []string{"spec.template.topologyConstraint.pack.preferred"}},
+		{"required and a broader preferred (implied)", func(p *corev1alpha1.PodCliqueSet) {
+			p.Spec.Template.TopologyConstraint.Pack = &corev1alpha1.TopologyPackConstraint{Required: "rack", Preferred: "block"}
+		}, nil},
 		{"clique in the PodCliqueSet's domain or broader", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.TopologyConstraint.PackDomain = "rack"
 			p.Spec.Template.Cliques[0].TopologyConstraint = pack("rack", "")

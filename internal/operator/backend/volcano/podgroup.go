@@ -17,7 +17,7 @@ import (
 // SyncPodGang creates or updates the PodGang's Volcano PodGroup.
 func (b *Backend) SyncPodGang(ctx context.Context, pg *schedv1alpha1.PodGang) error {
 	var keys []string
-	if hasNestedLevels(pg) {
+	if needsLevels(pg) {
 		var err error
 		if keys, err = b.topologyKeys(ctx, pg); err != nil {
 			return err
@@ -47,7 +47,12 @@ func (b *Backend) topologyKeys(ctx context.Context, pg *schedv1alpha1.PodGang) (
 	return ct.Spec.Keys(), nil
 }
 
-func hasNestedLevels(pg *schedv1alpha1.PodGang) bool {
+// needsLevels: whether translating the PodGang's constraints compares levels (a part of the
+// gang constrained, or a preferred domain next to another required one).
+func needsLevels(pg *schedv1alpha1.PodGang) bool {
+	if tc := pg.Spec.TopologyConstraint; tc.Required() != "" && tc.Preferred() != "" && tc.Required() != tc.Preferred() {
+		return true
+	}
 	for _, g := range pg.Spec.PodGroups {
 		if hasLevel(g.TopologyConstraint) {
 			return true
@@ -136,8 +141,8 @@ func networkTopology(pg *schedv1alpha1.PodGang, cfg *Config, keys []string) (map
 	}
 	switch {
 	case gr != "":
-		if gp != "" && gp != gr {
-			return nil, fmt.Errorf("PodGang %s/%s: volcano cannot express both required %q and preferred %q", pg.Namespace, pg.Name, gr, gp)
+		if gp != "" && !covered(gp, false, gr, "", index) {
+			return nil, fmt.Errorf("PodGang %s/%s: volcano cannot express preferred %q next to the broader required %q", pg.Namespace, pg.Name, gp, gr)
 		}
 		t, ok := cfg.tierFor(gr)
 		if !ok {

@@ -18,7 +18,8 @@ import (
 //     in one HyperNode of at most that tier.
 //   - A preferred domain alone is mode soft: Volcano packs the gang into as few HyperNodes as
 //     it can but places it anyway.
-//   - A required and a different preferred domain on one gang cannot both be written.
+//   - A preferred domain narrower than the required one on the same gang cannot be written
+//     next to it (a broader one is implied by the required domain).
 //   - A constraint on part of a gang (a clique, or a scaling group inside the base PodGang) has
 //     no field of its own. It is honoured when the gang-level constraint implies it: the gang's
 //     required domain is the same level or a narrower one, or (for a preferred domain) the gang
@@ -60,7 +61,7 @@ func (c constrained) preferredPath() *field.Path { return c.path.Child("pack", "
 // honour. Unknown domains and a missing ClusterTopology are the generic validation's to report.
 func (b *Backend) validateTopology(ctx context.Context, pcs *corev1alpha1.PodCliqueSet) field.ErrorList {
 	t := &pcs.Spec.Template
-	if !packing.HasConstraints(t) {
+	if !packing.HasConstraints(t) || b.reader == nil {
 		return nil
 	}
 	topologyName := packing.NameOf(t)
@@ -85,9 +86,9 @@ func (b *Backend) validateTopology(ctx context.Context, pcs *corev1alpha1.PodCli
 			return
 		}
 		r, p := c.required(), c.preferred()
-		if r != "" && p != "" && p != r {
+		if r != "" && p != "" && !covered(p, false, r, "", index) {
 			errs = append(errs, field.Forbidden(c.preferredPath(), fmt.Sprintf(
-				"volcano writes one networkTopology per PodGroup: required %q (mode hard) and preferred %q cannot both be expressed; drop one of them", r, p)))
+				"volcano writes one networkTopology per PodGroup: required %q becomes mode hard, and the narrower preferred %q cannot be expressed next to it; drop one of them", r, p)))
 		}
 		if r == "" {
 			return
