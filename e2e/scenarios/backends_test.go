@@ -19,6 +19,7 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/backend/kai"
 	"github.com/ai-dynamo/grove/internal/operator/backend/koordinator"
 	"github.com/ai-dynamo/grove/internal/operator/backend/kube"
+	"github.com/ai-dynamo/grove/internal/operator/backend/volcano"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )
@@ -32,7 +33,7 @@ type backendCase struct {
 }
 
 // The third-party backends through the whole operator, as its ServiceAccount with the shipped
-// RBAC: with KAI, Koordinator and the Workload API enabled next to grove-scheduler, each
+// RBAC: with KAI, Koordinator, Volcano and the Workload API enabled next to grove-scheduler, each
 // PodCliqueSet's PodGangs become its scheduler's objects, a scale-out adds the new replica's,
 // and deleting the PodCliqueSet leaves none behind. No scheduler of theirs runs here: this is
 // the operator's side of the contract; the objects' exact specs are checked against the real
@@ -40,6 +41,7 @@ type backendCase struct {
 func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 	koordConfig := fmt.Sprintf(`{"topologyLayers":{"rack":{"key":%q,"layer":"RackLayer"},"block":{"key":%q,"layer":"BlockLayer"}}}`,
 		framework.RackKey, framework.BlockKey)
+	volcanoConfig := fmt.Sprintf(`{"topologyTiers":[{"key":%q,"tier":1},{"key":%q,"tier":2}]}`, framework.RackKey, framework.BlockKey)
 	env, w := startEnv(t, framework.Options{
 		Cluster: cluster.Options{
 			WithThirdPartyCRDs: true,
@@ -53,6 +55,7 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 				{Name: configv1alpha1.SchedulerNameGrove},
 				{Name: configv1alpha1.SchedulerNameKAI},
 				{Name: configv1alpha1.SchedulerNameKoordinator, Config: &runtime.RawExtension{Raw: []byte(koordConfig)}},
+				{Name: configv1alpha1.SchedulerNameVolcano, Config: &runtime.RawExtension{Raw: []byte(volcanoConfig)}},
 				{Name: configv1alpha1.SchedulerNameKube},
 			}
 		},
@@ -72,6 +75,7 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 	cases := []backendCase{
 		{scheduler: configv1alpha1.SchedulerNameKAI, labels: map[string]string{kai.LabelQueue: "team-a"}, kinds: []schema.GroupVersionKind{kai.PodGroupGVK}},
 		{scheduler: configv1alpha1.SchedulerNameKoordinator, kinds: []schema.GroupVersionKind{koordinator.PodGroupGVK}},
+		{scheduler: configv1alpha1.SchedulerNameVolcano, labels: map[string]string{volcano.KeyQueue: "team-a"}, kinds: []schema.GroupVersionKind{volcano.PodGroupGVK}},
 		{scheduler: configv1alpha1.SchedulerNameKube, kinds: []schema.GroupVersionKind{kube.PodGroupGVK, kube.CompositePodGroupGVK}},
 	}
 	for _, tc := range cases {
