@@ -25,8 +25,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
@@ -85,7 +87,33 @@ func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
 		return err
 	}
 	b.cfg, b.client, b.reader, b.log = cfg, ic.Client, ic.Reader(), ic.Logger
+	if ic.Discovery != nil {
+		served, err := podGroupServed(ic.Discovery)
+		if err != nil {
+			return fmt.Errorf("volcano: %w", err)
+		}
+		if !served {
+			b.log.Info("The cluster serves no Volcano PodGroup API (" + PodGroupGVK.GroupVersion().String() + "): PodGangs on volcano fail to sync, and report it, until Volcano is installed")
+		}
+	}
 	return nil
+}
+
+// podGroupServed tells whether the cluster serves Volcano's PodGroups.
+func podGroupServed(d discovery.DiscoveryInterface) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(PodGroupGVK.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", PodGroupGVK.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == PodGroupGVK.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // PreparePod points the pod at Volcano, its PodGang's Volcano PodGroup and its task.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -286,4 +287,15 @@ func TestAdmissionRefusesWhatVolcanoCannotPack(t *testing.T) {
 			assert.Equal(t, tc.paths, paths, "%v", errs)
 		})
 	}
+}
+
+func TestInitFindsThePodGroupAPI(t *testing.T) {
+	backendtest.Client(t) // skips with -short
+	d, err := discovery.NewDiscoveryClientForConfig(cluster.Shared.Config)
+	require.NoError(t, err)
+	served, err := podGroupServed(d)
+	require.NoError(t, err)
+	assert.True(t, served)
+	b := &Backend{}
+	require.NoError(t, b.Init(context.Background(), backend.InitContext{Discovery: d, Logger: testr.New(t)}))
 }
