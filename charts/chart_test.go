@@ -251,7 +251,7 @@ func TestSchedulerCanBeLeftOut(t *testing.T) {
 func TestSchemaRejectsBadValues(t *testing.T) {
 	cases := map[string]struct{ values, want string }{
 		"pull policy":       {"image: {pullPolicy: Sometimes}", "pullPolicy"},
-		"unknown backend":   {"config: {scheduler: {profiles: [{name: volcano}]}}", "name"},
+		"unknown backend":   {"config: {scheduler: {profiles: [{name: lpx-scheduler}]}}", "name"},
 		"unknown value":     {"replicas: 2", "replicas"},
 		"negative replicas": {"scheduler: {replicaCount: -1}", "replicaCount"},
 		"cert mode":         {"config: {server: {webhooks: {certProvisionMode: sometimes}}}", "certProvisionMode"},

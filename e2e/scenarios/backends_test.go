@@ -19,8 +19,11 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/backend/kai"
 	"github.com/ai-dynamo/grove/internal/operator/backend/koordinator"
 	"github.com/ai-dynamo/grove/internal/operator/backend/kube"
+	"github.com/ai-dynamo/grove/internal/operator/backend/volcano"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
 // backendCase is a PodCliqueSet handed to one scheduler backend and the kinds of objects
@@ -29,10 +32,12 @@ type backendCase struct {
 	scheduler configv1alpha1.SchedulerName
 	labels    map[string]string
 	kinds     []schema.GroupVersionKind
+	// check, when set, looks at the backend's objects once the first PodGang's exist.
+	check func(t *testing.T, env *framework.Env, ns, name string)
 }
 
 // The third-party backends through the whole operator, as its ServiceAccount with the shipped
-// RBAC: with KAI, Koordinator and the Workload API enabled next to grove-scheduler, each
+// RBAC: with KAI, Koordinator, Volcano and the Workload API enabled next to grove-scheduler, each
 // PodCliqueSet's PodGangs become its scheduler's objects, a scale-out adds the new replica's,
 // and deleting the PodCliqueSet leaves none behind. No scheduler of theirs runs here: this is
 // the operator's side of the contract; the objects' exact specs are checked against the real
@@ -40,6 +45,7 @@ type backendCase struct {
 func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 	koordConfig := fmt.Sprintf(`{"topologyLayers":{"rack":{"key":%q,"layer":"RackLayer"},"block":{"key":%q,"layer":"BlockLayer"}}}`,
 		framework.RackKey, framework.BlockKey)
+	volcanoConfig := fmt.Sprintf(`{"topologyTiers":[{"key":%q,"tier":1},{"key":%q,"tier":2}]}`, framework.RackKey, framework.BlockKey)
 	env, w := startEnv(t, framework.Options{
 		Cluster: cluster.Options{
 			WithThirdPartyCRDs: true,
@@ -53,6 +59,7 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 				{Name: configv1alpha1.SchedulerNameGrove},
 				{Name: configv1alpha1.SchedulerNameKAI},
 				{Name: configv1alpha1.SchedulerNameKoordinator, Config: &runtime.RawExtension{Raw: []byte(koordConfig)}},
+				{Name: configv1alpha1.SchedulerNameVolcano, Config: &runtime.RawExtension{Raw: []byte(volcanoConfig)}},
 				{Name: configv1alpha1.SchedulerNameKube},
 			}
 		},
@@ -72,6 +79,8 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 	cases := []backendCase{
 		{scheduler: configv1alpha1.SchedulerNameKAI, labels: map[string]string{kai.LabelQueue: "team-a"}, kinds: []schema.GroupVersionKind{kai.PodGroupGVK}},
 		{scheduler: configv1alpha1.SchedulerNameKoordinator, kinds: []schema.GroupVersionKind{koordinator.PodGroupGVK}},
+		{scheduler: configv1alpha1.SchedulerNameVolcano, labels: map[string]string{volcano.KeyQueue: "team-a"}, kinds: []schema.GroupVersionKind{volcano.PodGroupGVK},
+			check: checkVolcano},
 		{scheduler: configv1alpha1.SchedulerNameKube, kinds: []schema.GroupVersionKind{kube.PodGroupGVK, kube.CompositePodGroupGVK}},
 	}
 	for _, tc := range cases {
@@ -95,6 +104,9 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 			expectOwners(gangs)
 			for _, pod := range podsOf(t, env, ns, name) {
 				assert.Equal(t, string(tc.scheduler), pod.Spec.SchedulerName, pod.Name)
+			}
+			if tc.check != nil {
+				tc.check(t, env, ns, name)
 			}
 
 			scaleTo(t, env, p, 2)
@@ -139,4 +151,48 @@ func getUnstructured(ctx context.Context, cl client.Client, gvk schema.GroupVers
 		return nil, false, err
 	}
 	return u, err == nil, nil
+}
+
+// checkVolcano: the Volcano PodGroup of replica 0 has the queue of the PodCliqueSet's label, one
+// minTaskMember entry per PodClique adding up to minMember, and the required rack as a hard
+// networkTopology on tier 1; every pod names its PodGroup and its task (its PodClique). A queue
+// changed on the PodCliqueSet (as Dynamo does) reaches the PodGroup.
+func checkVolcano(t *testing.T, env *framework.Env, ns, name string) {
+	ctx := context.Background()
+	gang := name + "-0"
+	spec := func(c *assert.CollectT) map[string]any {
+		u, found, err := getUnstructured(ctx, env.Client, volcano.PodGroupGVK, client.ObjectKey{Namespace: ns, Name: gang})
+		if !assert.NoError(c, err) || !assert.True(c, found) {
+			return nil
+		}
+		s, _ := u.Object["spec"].(map[string]any)
+		return s
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := spec(c)
+		assert.Equal(c, "team-a", s["queue"])
+		assert.Equal(c, map[string]any{"mode": "hard", "highestTierAllowed": int64(1)}, s["networkTopology"])
+		tasks, _ := s["minTaskMember"].(map[string]any)
+		var sum int64
+		var names []string
+		for k, v := range tasks {
+			names = append(names, k)
+			n, _ := v.(int64)
+			sum += n
+		}
+		assert.ElementsMatch(c, []string{gang + "-router", gang + "-worker"}, names)
+		assert.Equal(c, sum, s["minMember"])
+	}, time.Minute, 250*time.Millisecond)
+	for _, pod := range podsOf(t, env, ns, name) {
+		if pod.Labels[common.LabelPodGang] != gang {
+			continue
+		}
+		assert.Equal(t, gang, pod.Annotations[volcano.AnnotationGroupName], pod.Name)
+		assert.Equal(t, pod.Labels[common.LabelPodClique], pod.Annotations[volcano.AnnotationTaskSpec], pod.Name)
+	}
+
+	updatePCS(t, env, ns, name, func(p *corev1alpha1.PodCliqueSet) { p.Labels[volcano.KeyQueue] = "team-b" })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, "team-b", spec(c)["queue"])
+	}, time.Minute, 250*time.Millisecond, "the changed queue on the Volcano PodGroup")
 }

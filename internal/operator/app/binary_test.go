@@ -47,7 +47,7 @@ server:
     port: 70000
     certProvisionMode: sometimes
 scheduler:
-  profiles: [{name: grove-scheduler}, {name: volcano}]
+  profiles: [{name: grove-scheduler}, {name: my-scheduler}]
   defaultProfileName: grove-scheduler
 `), 0o600))
 
@@ -59,7 +59,7 @@ scheduler:
 		{"invalid fields", []string{"--config", config}, []string{
 			"server.webhooks.port: Invalid value: 70000",
 			`server.webhooks.certProvisionMode: Unsupported value: "sometimes"`,
-			`scheduler.profiles[1].name: Unsupported value: "volcano"`,
+			`scheduler.profiles[1].name: Unsupported value: "my-scheduler"`,
 		}},
 		{"no config", nil, []string{"--config is required"}},
 	}

@@ -1,6 +1,6 @@
 // Package backend is the scheduler backend framework: grove-operator hands every PodGang to
 // the backend chosen by its pods' schedulerName. Backends live in sub-packages
-// (grove, kube, kai, koordinator) and plug in through Factory without touching controllers.
+// (grove, kube, kai, koordinator, volcano) and plug in through Factory without touching controllers.
 package backend
 
 import (

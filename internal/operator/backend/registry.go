@@ -3,7 +3,9 @@ package backend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -95,7 +97,7 @@ func (r *Registry) ForPodCliqueSet(pcs *corev1alpha1.PodCliqueSet) (Backend, fie
 		p := cliques.Index(i).Child("spec", "podSpec", "schedulerName")
 		b, ok := r.Get(c.Spec.PodSpec.SchedulerName)
 		if !ok {
-			errs = append(errs, field.NotSupported(p, c.Spec.PodSpec.SchedulerName, r.names()))
+			errs = append(errs, r.unavailable(p, c.Spec.PodSpec.SchedulerName))
 			continue
 		}
 		if chosen != nil && b.Name() != chosen.Name() {
@@ -109,6 +111,24 @@ func (r *Registry) ForPodCliqueSet(pcs *corev1alpha1.PodCliqueSet) (Backend, fie
 		chosen = r.Default()
 	}
 	return chosen, errs
+}
+
+// unavailable explains a schedulerName without an enabled backend: a scheduler Grove has no
+// backend for (named with the reason when known) or a backend this operator has not enabled.
+func (r *Registry) unavailable(p *field.Path, name string) *field.Error {
+	if slices.Contains(configv1alpha1.SupportedSchedulerNames, configv1alpha1.SchedulerName(name)) {
+		return field.NotSupported(p, name, r.names())
+	}
+	supported := make([]string, 0, len(configv1alpha1.SupportedSchedulerNames))
+	for _, n := range configv1alpha1.SupportedSchedulerNames {
+		supported = append(supported, string(n))
+	}
+	why := "Grove has no backend for it"
+	if reason, known := configv1alpha1.UnsupportedSchedulerNames[configv1alpha1.SchedulerName(name)]; known {
+		why = reason
+	}
+	return field.Invalid(p, name, fmt.Sprintf("scheduler %q is not supported: %s. Grove's scheduler backends are %s; enabled in this operator: %s",
+		name, why, strings.Join(supported, ", "), strings.Join(r.names(), ", ")))
 }
 
 func (r *Registry) names() []string {

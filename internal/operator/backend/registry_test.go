@@ -74,6 +74,36 @@ func TestRegistryResolvesOneBackendPerPodCliqueSet(t *testing.T) {
 	}
 }
 
+// A scheduler Grove has no backend for is refused with the reason and the backends Grove has;
+// a backend Grove has but this operator has not enabled lists the enabled ones.
+func TestRegistryExplainsSchedulersWithoutABackend(t *testing.T) {
+	r, err := NewRegistry(configv1alpha1.SchedulerConfiguration{
+		Profiles:           []configv1alpha1.SchedulerProfile{{Name: "grove-scheduler"}, {Name: "volcano"}},
+		DefaultProfileName: "grove-scheduler",
+	}, factories())
+	require.NoError(t, err)
+
+	_, errs := r.ForPodCliqueSet(pcsWithSchedulers("", "lpx-scheduler"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.template.cliques[1].spec.podSpec.schedulerName", errs[0].Field)
+	assert.Equal(t, field.ErrorTypeInvalid, errs[0].Type)
+	assert.Contains(t, errs[0].Detail, `scheduler "lpx-scheduler" is not supported: a proprietary scheduler`)
+	assert.Contains(t, errs[0].Detail, "Grove's scheduler backends are grove-scheduler, default-scheduler, kai-scheduler, koord-scheduler, volcano")
+	assert.Contains(t, errs[0].Detail, "enabled in this operator: grove-scheduler, volcano")
+
+	_, errs = r.ForPodCliqueSet(pcsWithSchedulers("my-scheduler"))
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Detail, `scheduler "my-scheduler" is not supported: Grove has no backend for it`)
+
+	_, errs = r.ForPodCliqueSet(pcsWithSchedulers("kai-scheduler"))
+	require.Len(t, errs, 1)
+	assert.Equal(t, field.ErrorTypeNotSupported, errs[0].Type, "a backend of Grove that is not enabled")
+
+	b, errs := r.ForPodCliqueSet(pcsWithSchedulers("volcano", "volcano"))
+	require.Empty(t, errs)
+	assert.Equal(t, configv1alpha1.SchedulerNameVolcano, b.Name())
+}
+
 func TestRegistryRejectsUnknownOrDisabledDefault(t *testing.T) {
 	_, err := NewRegistry(configv1alpha1.SchedulerConfiguration{
 		Profiles: []configv1alpha1.SchedulerProfile{{Name: "grove-scheduler"}}, DefaultProfileName: "kai-scheduler",

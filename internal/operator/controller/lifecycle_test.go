@@ -128,7 +128,7 @@ func TestUnknownSchedulerCreatesNoPods(t *testing.T) {
 	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "unknown"},
 		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
 			Cliques: []*corev1alpha1.PodCliqueTemplateSpec{cliqueTemplate("a", 1)}}}}
-	pcs.Spec.Template.Cliques[0].Spec.PodSpec.SchedulerName = "volcano"
+	pcs.Spec.Template.Cliques[0].Spec.PodSpec.SchedulerName = "lpx-scheduler"
 	e.create(pcs)
 	e.eventually(func(c *assert.CollectT) {
 		got := &corev1alpha1.PodCliqueSet{}

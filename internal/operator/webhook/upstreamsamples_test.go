@@ -164,10 +164,16 @@ func TestUpstreamShapedPodCliqueSetsAreAdmitted(t *testing.T) {
 			"spec.template.podCliqueScalingGroups[0].topologyConstraint.packDomain",
 			"spec.template.cliques[1].topologyConstraint.packDomain",
 		},
+		// volcano has one networkTopology per PodGang: a scaling group's rack and a clique's
+		// host inside a base PodGang that requires nothing cannot be expressed.
+		"topology named only at the PodCliqueSet/volcano": {
+			"spec.template.podCliqueScalingGroups[0].topologyConstraint.packDomain",
+			"spec.template.cliques[1].topologyConstraint.packDomain",
+		},
 	}
 	i := 0
 	for sample, manifest := range upstreamSamples {
-		for _, scheduler := range []string{"grove-scheduler", "kai-scheduler", "default-scheduler"} {
+		for _, scheduler := range []string{"grove-scheduler", "kai-scheduler", "volcano", "default-scheduler"} {
 			i++
 			name := fmt.Sprintf("upstream-%d", i)
 			t.Run(sample+"/"+scheduler, func(t *testing.T) {

@@ -12,14 +12,17 @@ import (
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )
 
-// SchedulerConfig enables grove-scheduler (the default), default-scheduler and the
-// topology-aware kai-scheduler (with a default queue).
+// SchedulerConfig enables grove-scheduler (the default), default-scheduler, the
+// topology-aware kai-scheduler (with a default queue) and volcano (with HyperNode tiers for the
+// block and rack keys of the test topologies).
 func SchedulerConfig() configv1alpha1.SchedulerConfiguration {
 	return configv1alpha1.SchedulerConfiguration{
 		Profiles: []configv1alpha1.SchedulerProfile{
 			{Name: configv1alpha1.SchedulerNameGrove},
 			{Name: configv1alpha1.SchedulerNameKube},
 			{Name: configv1alpha1.SchedulerNameKAI, Config: &runtime.RawExtension{Raw: []byte(`{"defaultQueue":"default-queue"}`)}},
+			{Name: configv1alpha1.SchedulerNameVolcano, Config: &runtime.RawExtension{Raw: []byte(
+				`{"topologyTiers":[{"key":"example.com/block","tier":2},{"key":"example.com/rack","tier":1}]}`)}},
 		},
 		DefaultProfileName: configv1alpha1.SchedulerNameGrove,
 	}

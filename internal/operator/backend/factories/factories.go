@@ -1,5 +1,5 @@
 // Package factories maps scheduler names to the backends this build ships. A new backend
-// (KAI, Koordinator, the Workload API) is added here and nowhere else: the controllers only
+// (KAI, Koordinator, Volcano, the Workload API) is added here and nowhere else: the controllers only
 // see the backend.Registry built from these factories.
 package factories
 
@@ -9,6 +9,7 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/backend/kai"
 	"github.com/ai-dynamo/grove/internal/operator/backend/koordinator"
 	"github.com/ai-dynamo/grove/internal/operator/backend/kube"
+	"github.com/ai-dynamo/grove/internal/operator/backend/volcano"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 )
 
@@ -19,6 +20,7 @@ func All() map[configv1alpha1.SchedulerName]backend.Factory {
 		configv1alpha1.SchedulerNameKube:        kube.New,
 		configv1alpha1.SchedulerNameKAI:         kai.New,
 		configv1alpha1.SchedulerNameKoordinator: koordinator.New,
+		configv1alpha1.SchedulerNameVolcano:     volcano.New,
 	}
 }
 

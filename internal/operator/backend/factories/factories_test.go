@@ -28,7 +28,7 @@ func TestNewRegistryFromProfiles(t *testing.T) {
 	assert.Equal(t, configv1alpha1.SchedulerNameKube, b.Name())
 
 	_, err = NewRegistry(configv1alpha1.SchedulerConfiguration{
-		Profiles: []configv1alpha1.SchedulerProfile{{Name: "volcano"}}, DefaultProfileName: "volcano",
+		Profiles: []configv1alpha1.SchedulerProfile{{Name: "lpx-scheduler"}}, DefaultProfileName: "lpx-scheduler",
 	})
 	require.ErrorContains(t, err, "no such backend in this build")
 }

@@ -215,10 +215,18 @@ const (
 	SchedulerNameKube        SchedulerName = "default-scheduler"
 	SchedulerNameKAI         SchedulerName = "kai-scheduler"
 	SchedulerNameKoordinator SchedulerName = "koord-scheduler"
+	SchedulerNameVolcano     SchedulerName = "volcano"
 )
 
 // SupportedSchedulerNames are the backends the operator knows.
-var SupportedSchedulerNames = []SchedulerName{SchedulerNameGrove, SchedulerNameKube, SchedulerNameKAI, SchedulerNameKoordinator}
+var SupportedSchedulerNames = []SchedulerName{SchedulerNameGrove, SchedulerNameKube, SchedulerNameKAI, SchedulerNameKoordinator, SchedulerNameVolcano}
+
+// UnsupportedSchedulerNames are schedulers that workloads written for upstream Grove or NVIDIA
+// Dynamo may name and that Grove has no backend for, with the reason; admission and the
+// configuration name them in their refusal.
+var UnsupportedSchedulerNames = map[SchedulerName]string{
+	"lpx-scheduler": "a proprietary scheduler whose API is not public; Grove has no backend for it",
+}
 
 // SchedulerConfiguration lists the enabled scheduler backends.
 type SchedulerConfiguration struct {

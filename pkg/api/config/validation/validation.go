@@ -176,7 +176,9 @@ func validateScheduler(s configv1alpha1.SchedulerConfiguration, p *field.Path) f
 	}
 	seen := map[configv1alpha1.SchedulerName]bool{}
 	for i, prof := range s.Profiles {
-		if !slices.Contains(configv1alpha1.SupportedSchedulerNames, prof.Name) {
+		if why, known := configv1alpha1.UnsupportedSchedulerNames[prof.Name]; known {
+			errs = append(errs, field.Invalid(pp.Index(i).Child("name"), prof.Name, fmt.Sprintf("%s; supported values: %q", why, configv1alpha1.SupportedSchedulerNames)))
+		} else if !slices.Contains(configv1alpha1.SupportedSchedulerNames, prof.Name) {
 			errs = append(errs, field.NotSupported(pp.Index(i).Child("name"), prof.Name, configv1alpha1.SupportedSchedulerNames))
 		}
 		if seen[prof.Name] {

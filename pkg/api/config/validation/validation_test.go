@@ -78,9 +78,13 @@ func TestValidationReportsFieldPaths(t *testing.T) {
 		{"bad log level", func(c *configv1alpha1.OperatorConfiguration) { c.LogLevel = "loud" }, "logLevel", field.ErrorTypeNotSupported},
 		{"bad log format", func(c *configv1alpha1.OperatorConfiguration) { c.LogFormat = "xml" }, "logFormat", field.ErrorTypeNotSupported},
 		{"unknown scheduler", func(c *configv1alpha1.OperatorConfiguration) {
-			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: "volcano"}}
-			c.Scheduler.DefaultProfileName = "volcano"
+			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: "my-scheduler"}}
+			c.Scheduler.DefaultProfileName = "my-scheduler"
 		}, "scheduler.profiles[0].name", field.ErrorTypeNotSupported},
+		{"proprietary scheduler", func(c *configv1alpha1.OperatorConfiguration) {
+			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: "lpx-scheduler"}}
+			c.Scheduler.DefaultProfileName = "lpx-scheduler"
+		}, "scheduler.profiles[0].name", field.ErrorTypeInvalid},
 		{"duplicate scheduler", func(c *configv1alpha1.OperatorConfiguration) {
 			c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: "grove-scheduler"}, {Name: "grove-scheduler"}}
 			c.Scheduler.DefaultProfileName = "grove-scheduler"
