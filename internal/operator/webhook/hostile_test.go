@@ -241,6 +241,24 @@ func hostileMutations() []mutation {
 	return ms
 }
 
+// hostileVerdicts pins the outcome of single mutations whose outcome matters, not only that
+// they are refused with a path or run: "admit" (it must be accepted and run) or the field path
+// the refusal must name.
+var hostileVerdicts = map[string]string{
+	"Dynamo-shaped RDMA worker: privileged, IPC_LOCK, hostIPC, hostNetwork": "admit",
+	"priority set in the pod spec":                                          "spec.template.cliques[0].spec.podSpec.priority",
+	"preemptionPolicy set in the pod spec":                                  "spec.template.cliques[2].spec.podSpec.preemptionPolicy",
+	"overhead without a RuntimeClass":                                       "spec.template.cliques[1].spec.podSpec.overhead",
+	"missing RuntimeClass":                                                  "spec.template.cliques[0].spec.podSpec.runtimeClassName",
+	"missing PriorityClass on a clique":                                     "spec.template.cliques[2].spec.podSpec.priorityClassName",
+	"missing PriorityClass on the template":                                 "spec.template.priorityClassName",
+	"LimitRange violation":                                                  "spec.template.cliques[1].spec.podSpec.containers",
+	"app.kubernetes.io/part-of label":                                       "spec.template.cliques[0].labels[app.kubernetes.io/part-of]",
+	"app.kubernetes.io/managed-by label":                                    "spec.template.cliques[2].labels[app.kubernetes.io/managed-by]",
+	"resourceClaims entry named like Grove's shared claim":                  "spec.template.cliques[0].spec.podSpec.resourceClaims[0].name",
+	"PodCliqueSet annotations that leave no room on its PodGangs":           "metadata.annotations",
+}
+
 // rdmaWorker is a clique shaped like NVIDIA Dynamo's multi-node RDMA/InfiniBand workers.
 func rdmaWorker(c *corev1alpha1.PodCliqueTemplateSpec) {
 	ps := &c.Spec.PodSpec
@@ -402,6 +420,13 @@ func TestHostilePodCliqueSetsAreRejectedOrRun(t *testing.T) {
 			pcs.Name = fmt.Sprintf("h%d", i) + pcs.Name[2:]
 		}
 		err := e.client.Create(ctx, pcs)
+		switch want := hostileVerdicts[tc.name]; want {
+		case "":
+		case "admit":
+			require.NoError(t, err, "case %q must be admitted", tc.name)
+		default:
+			requireInvalid(t, err, want)
+		}
 		if err == nil {
 			accepted = append(accepted, pcs)
 			acceptedName[pcs.Name] = tc.name

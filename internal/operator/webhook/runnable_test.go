@@ -2,6 +2,8 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ai-dynamo/grove/internal/operator/webhook"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	"github.com/ai-dynamo/grove/internal/testenv/webhooktest"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
@@ -247,4 +251,43 @@ func TestClusterTopologyBindingIsValidatedAsItsClusterTopology(t *testing.T) {
 	dupKAI.ResourceVersion, dupKAI.Name = "", "dupkai-"+ns
 	dupKAI.Spec.SchedulerTopologyBindings = append(dupKAI.Spec.SchedulerTopologyBindings, corev1alpha1.SchedulerTopologyBinding{SchedulerName: "kai-scheduler", TopologyReference: "other"})
 	requireInvalid(t, e.client.Create(ctx, dupKAI), "spec.schedulerTopologyBindings")
+}
+
+// TestDryRunCost measures what the pod dry-run adds to admitting a PodCliqueSet with N cliques
+// (the validator called directly, against the shared apiserver; median of 5). It asserts only
+// that it stays well within the webhook's 10 s timeout.
+func TestDryRunCost(t *testing.T) {
+	e := sharedEnv(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	require.NoError(t, e.client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}))
+	registry, err := webhooktest.Registry(ctx, nil)
+	require.NoError(t, err)
+	with := &webhook.PodCliqueSetValidator{Reader: e.client, Backends: registry, TopologyAwareScheduling: true, Client: e.client}
+	without := &webhook.PodCliqueSetValidator{Reader: e.client, Backends: registry, TopologyAwareScheduling: true}
+	median := func(v *webhook.PodCliqueSetValidator, pcs *corev1alpha1.PodCliqueSet) time.Duration {
+		var ds []time.Duration
+		for range 5 {
+			start := time.Now()
+			_, err := v.ValidateCreate(ctx, pcs.DeepCopy())
+			require.NoError(t, err)
+			ds = append(ds, time.Since(start))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	for _, n := range []int{1, 4, 16, 64} {
+		pcs := newPCS(ns, fmt.Sprintf("cost%d", n))
+		pcs.Spec.Template.PodCliqueScalingGroupConfigs = nil
+		pcs.Spec.Template.Cliques = nil
+		for i := range n {
+			pcs.Spec.Template.Cliques = append(pcs.Spec.Template.Cliques, &corev1alpha1.PodCliqueTemplateSpec{Name: fmt.Sprintf("c%d", i),
+				Spec: corev1alpha1.PodCliqueSpec{RoleName: fmt.Sprintf("c%d", i), Replicas: 1,
+					PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}})
+		}
+		corev1alpha1.SetDefaultsPodCliqueSet(pcs)
+		base, dry := median(without, pcs), median(with, pcs)
+		t.Logf("%d cliques: admission %v without the dry-run, %v with it (+%v, %v per clique)", n, base, dry, dry-base, (dry-base)/time.Duration(n))
+		assert.Less(t, dry, 4*time.Second)
+	}
 }
