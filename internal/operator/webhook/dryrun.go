@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -88,7 +89,12 @@ func (v *PodCliqueSetValidator) dryRunPods(ctx context.Context, pcs, old *corev1
 	var warnings []string
 	var errs field.ErrorList
 	for _, r := range results {
-		warnings, errs = append(warnings, r.warnings...), append(errs, r.errs...)
+		errs = append(errs, r.errs...)
+		for _, w := range r.warnings {
+			if !slices.Contains(warnings, w) {
+				warnings = append(warnings, w)
+			}
+		}
 	}
 	return warnings, errs
 }
@@ -145,6 +151,9 @@ func podCreateErrors(err error, pcs *corev1alpha1.PodCliqueSet, c *corev1alpha1.
 		return nil, errs
 	case !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err):
 		return []string{fmt.Sprintf("%s: could not check the clique's pods with the apiserver: %s", p, st.Message)}, nil
+	case msgServiceAccount.MatchString(msg) && c.Spec.PodSpec.ServiceAccountName == "":
+		// The namespace's default ServiceAccount, which the cluster makes itself.
+		return nil, nil
 	case msgServiceAccount.MatchString(msg):
 		return []string{fmt.Sprintf("%s: ServiceAccount %q does not exist (yet): the clique's pods are created once it does; until then its PodClique reports PodCreateFailed. The apiserver's other pod checks are made then",
 			sp.Child("serviceAccountName"), c.Spec.PodSpec.ServiceAccountName)}, nil

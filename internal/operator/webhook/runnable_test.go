@@ -130,7 +130,7 @@ func TestPodCliqueCannotBeScaledBelowMinAvailable(t *testing.T) {
 	for _, n := range []int32{0, 1} {
 		err := scale(n)
 		require.Error(t, err, "scale to %d", n)
-		requireInvalid(t, err, ".spec.replicas")
+		requireInvalid(t, err, "spec.replicas")
 		assert.Contains(t, err.Error(), "must not be below minAvailable")
 	}
 	require.NoError(t, scale(3))
