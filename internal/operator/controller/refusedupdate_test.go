@@ -43,6 +43,19 @@ func TestRollingUpdateKeepsMembersWhoseReplacementIsRefused(t *testing.T) {
 			c.Spec.PodSpec.Priority = ptr.To[int32](5)
 		}
 	})
+	// Give the update time to do harm; nothing may be deleted.
+	time.Sleep(5 * time.Second)
+	pods := e.podsOf(t)
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	assert.Len(t, names, 8, "no member may be missing")
+	for _, p := range pods {
+		assert.True(t, before[p.UID], "pod %s was replaced although its replacement is refused", p.Name)
+		assert.Nil(t, p.DeletionTimestamp, "pod %s is being deleted", p.Name)
+	}
+
 	e.eventually(func(c *assert.CollectT) {
 		for _, name := range []string{"refused-0-router", "refused-0-workers-0-prefill"} {
 			pclq := &corev1alpha1.PodClique{}
@@ -55,14 +68,6 @@ func TestRollingUpdateKeepsMembersWhoseReplacementIsRefused(t *testing.T) {
 			}
 		}
 	})
-	// Give the update time to do harm; nothing may be deleted.
-	time.Sleep(3 * time.Second)
-	pods := e.podsOf(t)
-	assert.Len(t, pods, 8)
-	for _, p := range pods {
-		assert.True(t, before[p.UID], "pod %s was replaced although its replacement is refused", p.Name)
-		assert.Nil(t, p.DeletionTimestamp, "pod %s is being deleted", p.Name)
-	}
 
 	got = e.pcs(t, "refused")
 	e.update(got, func() {
