@@ -61,6 +61,7 @@ func setupWebhooks(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1.Op
 		TopologyAwareScheduling: cfg.TopologyAwareScheduling.Enabled,
 		Backends:                registry,
 		Reader:                  mgr.GetAPIReader(),
+		Client:                  mgr.GetClient(),
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,8 @@ func upstreamBinding(name string, domains ...string) *unstructured.Unstructured 
 		"spec": map[string]any{
 			"levels": lv,
 			// Names an externally managed topology object of a backend this operator does
-			// not run: it must survive the translation and come back in the binding status.
+			// not run: the entry is ignored (as upstream ignores it), said so in the Translated
+			// condition, and not put into the ClusterTopology, whose admission would refuse it.
 			"schedulerTopologyBindings": []any{map[string]any{"schedulerName": "kai-scheduler", "topologyReference": "kai-" + name}},
 		},
 	}}
@@ -72,7 +74,14 @@ func TestClusterTopologyBinding(t *testing.T) {
 		ct := &corev1alpha1.ClusterTopology{}
 		if assert.NoError(c, e.c.Get(e.ctx, client.ObjectKey{Name: bindingName}, ct)) {
 			assert.Equal(c, levels("zone", "rack", "host"), ct.Spec.Levels)
-			assert.Equal(c, []corev1alpha1.SchedulerReference{{SchedulerName: "kai-scheduler", Reference: "kai-" + bindingName}}, ct.Spec.SchedulerReferences)
+			assert.Empty(c, ct.Spec.SchedulerReferences, "kai-scheduler is not enabled here: its entry is ignored")
+		}
+		b := &corev1alpha1.ClusterTopologyBinding{}
+		if assert.NoError(c, e.c.Get(e.ctx, client.ObjectKey{Name: bindingName}, b)) {
+			cond := condition(b.Status.Conditions, apicommon.ConditionTranslated)
+			if assert.NotNil(c, cond) {
+				assert.Contains(c, cond.Message, `spec.schedulerTopologyBindings[0]: scheduler "kai-scheduler" is not an enabled topology-aware scheduler backend`)
+			}
 		}
 	})
 
@@ -180,4 +189,29 @@ func TestClusterTopologyBinding(t *testing.T) {
 	ct := &corev1alpha1.ClusterTopology{}
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Name: ctName}, ct))
 	assert.Equal(t, levels("zone", "rack", "host"), ct.Spec.Levels, "the admin's ClusterTopology is untouched")
+
+	// A binding its ClusterTopology's admission would refuse (a node label whose name part is
+	// longer than 63 characters, which the binding's schema lets through; admitted while the
+	// webhook was off) is reported and not translated, not retried forever.
+	invalid := upstreamBinding("invalid-"+suffix, "zone", "rack")
+	levelsOf, _, _ := unstructured.NestedSlice(invalid.Object, "spec", "levels")
+	levelsOf[1].(map[string]any)["key"] = "example.com/" + strings.Repeat("k", 70)
+	require.NoError(t, unstructured.SetNestedSlice(invalid.Object, levelsOf, "spec", "levels"))
+	e.create(invalid)
+	t.Cleanup(func() {
+		_ = e.c.Delete(e.ctx, &corev1alpha1.ClusterTopologyBinding{ObjectMeta: metav1.ObjectMeta{Name: invalid.GetName()}})
+	})
+	e.eventually(func(c *assert.CollectT) {
+		got := &corev1alpha1.ClusterTopologyBinding{}
+		if assert.NoError(c, e.c.Get(e.ctx, client.ObjectKey{Name: invalid.GetName()}, got)) {
+			cond := condition(got.Status.Conditions, apicommon.ConditionTranslated)
+			if assert.NotNil(c, cond) {
+				assert.Equal(c, metav1.ConditionFalse, cond.Status)
+				assert.Equal(c, apicommon.ReasonClusterTopologyBindingInvalid, cond.Reason)
+				assert.Contains(c, cond.Message, "spec.levels[1].key")
+			}
+		}
+		err := e.c.Get(e.ctx, client.ObjectKey{Name: invalid.GetName()}, &corev1alpha1.ClusterTopology{})
+		assert.True(c, apierrors.IsNotFound(err), "no translation of an invalid binding: %v", err)
+	})
 }

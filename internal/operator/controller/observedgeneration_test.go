@@ -61,8 +61,10 @@ func (e *env) refuseCreates() (lift func()) {
 }
 
 // TestObservedGenerationWaitsForASuccessfulSync: a generation whose sync failed (the children
-// it calls for are refused by admission) is not reported as observed by the PodCliqueSet, the
-// scaling group or the PodClique; once the cause is removed, each catches up.
+// it calls for are refused by admission) is not reported as observed by the PodCliqueSet or the
+// scaling group; once the cause is removed, each catches up. A PodClique whose pods the
+// apiserver refuses has acted on its spec: it reports the refusal (PodCreateFailed, with the
+// apiserver's message) and observes the generation, as Dynamo waits for observedGeneration.
 func TestObservedGenerationWaitsForASuccessfulSync(t *testing.T) {
 	e := newEnv(t)
 	pcs := disaggregated(e.ns, "obsgen", 1)
@@ -108,9 +110,17 @@ func TestObservedGenerationWaitsForASuccessfulSync(t *testing.T) {
 		for kind, o := range read(c) {
 			require.Greater(c, o.generation, before[kind].generation, kind)
 			assert.Equal(c, o.generation, o.conditionObserved, "%s: the new generation was reconciled", kind)
+			if kind == "PodClique" {
+				assert.Equal(c, o.generation, o.observed, "PodClique: refused pods are reported, and the generation observed")
+				continue
+			}
 			assert.Equal(c, before[kind].observed, o.observed, "%s: a failed sync does not advance observedGeneration", kind)
 		}
 		assert.NotEmpty(c, pcs.Status.LastErrors, "the PodCliqueSet says why")
+		if cond := condition(pclq.Status.Conditions, apicommon.ConditionPodCreateFailed); assert.NotNil(c, cond) {
+			assert.Equal(c, metav1.ConditionTrue, cond.Status)
+			assert.Contains(c, cond.Message, "creates are refused by the test")
+		}
 	})
 
 	lift()
@@ -119,5 +129,8 @@ func TestObservedGenerationWaitsForASuccessfulSync(t *testing.T) {
 			assert.Equal(c, o.generation, o.observed, "%s caught up once its children could be made", kind)
 		}
 		assert.Empty(c, pcs.Status.LastErrors)
+		if cond := condition(pclq.Status.Conditions, apicommon.ConditionPodCreateFailed); assert.NotNil(c, cond) {
+			assert.Equal(c, metav1.ConditionFalse, cond.Status)
+		}
 	})
 }

@@ -131,7 +131,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	}
 	// Upstream's ClusterTopologyBinding, where its CRD is installed, becomes a ClusterTopology.
 	if _, err := mgr.GetRESTMapper().KindFor(corev1alpha1.SchemeGroupVersion.WithResource("clustertopologybindings")); err == nil {
-		if err := (&clustertopologybinding.Reconciler{Client: mgr.GetClient()}).
+		var topologyAware []string
+		for _, b := range registry.TopologyAware() {
+			topologyAware = append(topologyAware, string(b.Name()))
+		}
+		if err := (&clustertopologybinding.Reconciler{Client: mgr.GetClient(), TopologyAware: topologyAware}).
 			SetupWithManager(mgr, controllerOpts(c.ClusterTopology)); err != nil {
 			return fmt.Errorf("setting up the ClusterTopologyBinding controller: %w", err)
 		}

@@ -107,3 +107,35 @@ func (v *ClusterTopologyValidator) topologyAwareSchedulers() []string {
 	}
 	return names
 }
+
+const kindClusterTopologyBinding = "ClusterTopologyBinding"
+
+// +kubebuilder:webhook:path=/validate-grove-io-v1alpha1-clustertopologybinding,mutating=false,failurePolicy=fail,sideEffects=None,groups=grove.io,resources=clustertopologybindings,verbs=create;update,versions=v1alpha1,name=clustertopologybinding.validating.webhooks.grove.io,admissionReviewVersions=v1,serviceName=grove-operator,serviceNamespace=grove-system,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation == 'CREATE' || (!has(object.metadata.deletionTimestamp) && object.spec != oldObject.spec)"}]}`
+
+// ClusterTopologyBindingValidator admits upstream ClusterTopologyBindings as the ClusterTopology
+// each is translated into is admitted. Bindings of schedulers that are not enabled
+// topology-aware backends are ignored, as upstream does: admitted with a warning.
+type ClusterTopologyBindingValidator struct {
+	Backends *backend.Registry
+}
+
+var _ admission.Validator[*corev1alpha1.ClusterTopologyBinding] = &ClusterTopologyBindingValidator{}
+
+// ValidateCreate admits a new binding.
+func (v *ClusterTopologyBindingValidator) ValidateCreate(_ context.Context, b *corev1alpha1.ClusterTopologyBinding) (admission.Warnings, error) {
+	warnings, errs := validation.ValidateClusterTopologyBinding(b, (&ClusterTopologyValidator{Backends: v.Backends}).topologyAwareSchedulers())
+	return warnings, admissionError(kindClusterTopologyBinding, b.Name, errs)
+}
+
+// ValidateUpdate admits a change to a binding; metadata-only changes and deletions pass.
+func (v *ClusterTopologyBindingValidator) ValidateUpdate(ctx context.Context, oldB, newB *corev1alpha1.ClusterTopologyBinding) (admission.Warnings, error) {
+	if newB.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldB.Spec, newB.Spec) {
+		return nil, nil
+	}
+	return v.ValidateCreate(ctx, newB)
+}
+
+// ValidateDelete admits every deletion.
+func (v *ClusterTopologyBindingValidator) ValidateDelete(context.Context, *corev1alpha1.ClusterTopologyBinding) (admission.Warnings, error) {
+	return nil, nil
+}

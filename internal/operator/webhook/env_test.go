@@ -112,7 +112,7 @@ func startEnv() (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := webhook.Register(mgr, webhook.Options{TopologyAwareScheduling: true, Backends: registry, Reader: mgr.GetAPIReader()}); err != nil {
+	if err := webhook.Register(mgr, webhook.Options{TopologyAwareScheduling: true, Backends: registry, Reader: mgr.GetAPIReader(), Client: mgr.GetClient()}); err != nil {
 		return nil, err
 	}
 	go func() {

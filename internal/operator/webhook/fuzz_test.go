@@ -21,6 +21,9 @@ import (
 // topologies is a client.Reader that knows one ClusterTopology, "gpu".
 type topologies struct{ client.Reader }
 
+// List finds nothing (no PodCliques whose names could collide).
+func (topologies) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
 func (topologies) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 	ct, ok := obj.(*corev1alpha1.ClusterTopology)
 	if !ok || key.Name != "gpu" {

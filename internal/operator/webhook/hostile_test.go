@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -201,10 +202,83 @@ func hostileMutations() []mutation {
 		{"clique name too long for its pods", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Name = strings.Repeat("r", 50) })},
 		{"PodCliqueSet name too long", func(p *corev1alpha1.PodCliqueSet) { p.Name = "h" + strings.Repeat("x", 45) }},
 	}
+	// What only the apiserver decides (issue 42, "admitted means runnable"): each was admitted
+	// and then had no pods, or (privileged) refused although the cluster allows it.
+	ms = append(ms,
+		mutation{"Dynamo-shaped RDMA worker: privileged, IPC_LOCK, hostIPC, hostNetwork", onClique(1, rdmaWorker)},
+		mutation{"priority set in the pod spec", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.Priority = ptr.To[int32](5) })},
+		mutation{"preemptionPolicy set in the pod spec", onClique(2, func(c *corev1alpha1.PodCliqueTemplateSpec) {
+			c.Spec.PodSpec.PreemptionPolicy = ptr.To(corev1.PreemptNever)
+		})},
+		mutation{"overhead without a RuntimeClass", onClique(1, func(c *corev1alpha1.PodCliqueTemplateSpec) {
+			c.Spec.PodSpec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}
+		})},
+		mutation{"missing RuntimeClass", onClique(0, func(c *corev1alpha1.PodCliqueTemplateSpec) {
+			c.Spec.PodSpec.RuntimeClassName = ptr.To("no-such-runtime")
+		})},
+		mutation{"missing PriorityClass on a clique", onClique(2, func(c *corev1alpha1.PodCliqueTemplateSpec) { c.Spec.PodSpec.PriorityClassName = "no-such-priority" })},
+		mutation{"missing PriorityClass on the template", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.PriorityClassName = "no-such-priority" }},
+		mutation{"LimitRange violation", onContainer(1, func(c *corev1.Container) {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(hostileLimitRangeTooMuchCPU)}
+		})},
+		mutation{"app.kubernetes.io/managed-by label", setLabel(2, apicommon.LabelManagedByKey, "helm")},
+		mutation{"resourceClaims entry named like Grove's shared claim", func(p *corev1alpha1.PodCliqueSet) {
+			t := &p.Spec.Template
+			t.ResourceClaimTemplates = []corev1alpha1.ResourceClaimTemplateConfig{{Name: "gpu", TemplateSpec: hostileClaimTemplate()}}
+			t.ResourceSharing = []corev1alpha1.PCSResourceSharingSpec{{ResourceSharingSpec: corev1alpha1.ResourceSharingSpec{
+				Name: "gpu", Scope: corev1alpha1.ResourceSharingScopeAllReplicas}}}
+			if len(t.Cliques) > 0 && t.Cliques[0] != nil {
+				t.Cliques[0].Spec.PodSpec.ResourceClaims = []corev1.PodResourceClaim{{Name: p.Name + "-0-gpu", ResourceClaimTemplateName: ptr.To("mine")}}
+			}
+		}},
+		mutation{"PodCliqueSet annotations that leave no room on its PodGangs", func(p *corev1alpha1.PodCliqueSet) {
+			p.Annotations = map[string]string{"blob": strings.Repeat("a", apicommon.TotalAnnotationSizeLimit-2<<10)}
+		}},
+	)
 	for _, k := range apicommon.ReservedLabelKeys {
 		ms = append(ms, mutation{"reserved label " + k, setLabel(len(ms)%3, k, "x")})
 	}
 	return ms
+}
+
+// hostileVerdicts pins the outcome of single mutations whose outcome matters, not only that
+// they are refused with a path or run: "admit" (it must be accepted and run) or the field path
+// the refusal must name.
+var hostileVerdicts = map[string]string{
+	"Dynamo-shaped RDMA worker: privileged, IPC_LOCK, hostIPC, hostNetwork": "admit",
+	"priority set in the pod spec":                                          "spec.template.cliques[0].spec.podSpec.priority",
+	"preemptionPolicy set in the pod spec":                                  "spec.template.cliques[2].spec.podSpec.preemptionPolicy",
+	"overhead without a RuntimeClass":                                       "spec.template.cliques[1].spec.podSpec.overhead",
+	"missing RuntimeClass":                                                  "spec.template.cliques[0].spec.podSpec.runtimeClassName",
+	"missing PriorityClass on a clique":                                     "spec.template.cliques[2].spec.podSpec.priorityClassName",
+	"missing PriorityClass on the template":                                 "spec.template.priorityClassName",
+	"LimitRange violation":                                                  "spec.template.cliques[1].spec.podSpec.containers",
+	"app.kubernetes.io/part-of label":                                       "spec.template.cliques[0].labels[app.kubernetes.io/part-of]",
+	"app.kubernetes.io/managed-by label":                                    "spec.template.cliques[2].labels[app.kubernetes.io/managed-by]",
+	"resourceClaims entry named like Grove's shared claim":                  "spec.template.cliques[0].spec.podSpec.resourceClaims[0].name",
+	"PodCliqueSet annotations that leave no room on its PodGangs":           "metadata.annotations",
+}
+
+// rdmaWorker is a clique shaped like NVIDIA Dynamo's multi-node RDMA/InfiniBand workers.
+func rdmaWorker(c *corev1alpha1.PodCliqueTemplateSpec) {
+	ps := &c.Spec.PodSpec
+	ps.HostIPC, ps.HostNetwork = true, true
+	ps.DNSPolicy = corev1.DNSClusterFirstWithHostNet
+	if len(ps.Containers) > 0 {
+		ps.Containers[0].SecurityContext = &corev1.SecurityContext{
+			Privileged:   ptr.To(true),
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK", "SYS_RESOURCE"}},
+		}
+		ps.Containers[0].Resources.Limits = corev1.ResourceList{"rdma/ib": resource.MustParse("1")}
+	}
+}
+
+// hostileLimitRangeTooMuchCPU is a CPU limit above the hostile namespace's LimitRange.
+const hostileLimitRangeTooMuchCPU = "200"
+
+func hostileClaimTemplate() resourcev1.ResourceClaimTemplateSpec {
+	return resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+		Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.example.com"}}}}}}
 }
 
 // hostileCases are every mutation alone plus seeded random combinations of two or three.
@@ -327,6 +401,9 @@ func TestHostilePodCliqueSetsAreRejectedOrRun(t *testing.T) {
 	// This control plane runs no kube-controller-manager, which would make the namespace's
 	// default ServiceAccount that pods are admitted against.
 	require.NoError(t, e.client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}))
+	require.NoError(t, e.client.Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limits"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100")}}}}}))
 	startOperatorIn(t, ns)
 	cases := hostileCases()
 	require.GreaterOrEqual(t, len(cases), 100)
@@ -343,6 +420,13 @@ func TestHostilePodCliqueSetsAreRejectedOrRun(t *testing.T) {
 			pcs.Name = fmt.Sprintf("h%d", i) + pcs.Name[2:]
 		}
 		err := e.client.Create(ctx, pcs)
+		switch want := hostileVerdicts[tc.name]; want {
+		case "":
+		case "admit":
+			require.NoError(t, err, "case %q must be admitted", tc.name)
+		default:
+			requireInvalid(t, err, want)
+		}
 		if err == nil {
 			accepted = append(accepted, pcs)
 			acceptedName[pcs.Name] = tc.name

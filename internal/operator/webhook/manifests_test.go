@@ -70,6 +70,7 @@ func TestManifestsDeclareTheServedWebhooks(t *testing.T) {
 		{common.ValidatingWebhookConfigurationName, common.WebhookNamePodCliqueSetValidating, webhook.PathValidatePodCliqueSet, "podcliquesets", false},
 		{common.ValidatingWebhookConfigurationName, common.WebhookNameClusterTopologyValidating, webhook.PathValidateClusterTopology, "clustertopologies", false},
 		{common.ValidatingWebhookConfigurationName, common.WebhookNameClusterTopologyDeletion, webhook.PathValidateClusterTopology, "clustertopologies", false},
+		{common.ValidatingWebhookConfigurationName, common.WebhookNameClusterTopologyBindingValidating, webhook.PathValidateClusterTopologyBinding, "clustertopologybindings", false},
 	}, got)
 
 	// Every declared path has a handler (an empty body is a bad request, not a 404).

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	"github.com/ai-dynamo/grove/pkg/api/core/validation"
 )
@@ -61,6 +63,9 @@ type PodCliqueSetValidator struct {
 	Reader                  client.Reader
 	Backends                *backend.Registry
 	TopologyAwareScheduling bool
+	// Client dry-runs the first pod of each clique (dryrun.go) and asks SubjectAccessReviews
+	// (crossnamespace.go) as grove-operator; nil skips those checks.
+	Client client.Client
 }
 
 var _ admission.Validator[*corev1alpha1.PodCliqueSet] = &PodCliqueSetValidator{}
@@ -69,10 +74,20 @@ var _ admission.Validator[*corev1alpha1.PodCliqueSet] = &PodCliqueSetValidator{}
 func (v *PodCliqueSetValidator) ValidateCreate(ctx context.Context, pcs *corev1alpha1.PodCliqueSet) (admission.Warnings, error) {
 	warnings, errs := validation.ValidatePodCliqueSet(pcs)
 	errs = append(errs, validatePodTemplates(pcs)...)
+	errs = append(errs, validateAnnotationBudget(pcs)...)
 	tw, terrs := validation.ValidateTopologyConstraints(pcs, v.TopologyAwareScheduling, v.lookupTopology(ctx))
 	warnings, errs = append(warnings, tw...), append(errs, terrs...)
 	bw, berrs := v.validateBackend(ctx, pcs, errs)
-	return append(warnings, bw...), admissionError(kindPodCliqueSet, pcs.Name, append(errs, berrs...))
+	warnings, errs = append(warnings, bw...), append(errs, berrs...)
+	errs = append(errs, v.authorizeCrossNamespace(ctx, pcs)...)
+	if len(errs) == 0 {
+		errs = append(errs, v.conflictingChildren(ctx, pcs)...)
+	}
+	if len(errs) == 0 {
+		dw, derrs := v.dryRunPods(ctx, pcs, nil)
+		warnings, errs = append(warnings, dw...), append(errs, derrs...)
+	}
+	return warnings, admissionError(kindPodCliqueSet, pcs.Name, errs)
 }
 
 // ValidateUpdate admits a change to a PodCliqueSet.
@@ -84,6 +99,7 @@ func (v *PodCliqueSetValidator) ValidateUpdate(ctx context.Context, oldPCS, newP
 	}
 	warnings, errs := validation.ValidatePodCliqueSetUpdate(newPCS, oldPCS)
 	errs = append(errs, validatePodTemplates(newPCS)...)
+	errs = append(errs, validateAnnotationBudget(newPCS)...)
 	if len(errs) == 0 && validation.TopologyConstraintsChanged(newPCS, oldPCS) {
 		// A repair upstream allows (a topologyName added to a legacy constraint, packDomain
 		// moved to pack.required): the repaired constraints must hold against the topology.
@@ -91,7 +107,14 @@ func (v *PodCliqueSetValidator) ValidateUpdate(ctx context.Context, oldPCS, newP
 		warnings, errs = append(warnings, tw...), append(errs, terrs...)
 	}
 	bw, berrs := v.validateBackend(ctx, newPCS, errs)
-	return append(warnings, bw...), admissionError(kindPodCliqueSet, newPCS.Name, append(errs, berrs...))
+	warnings, errs = append(warnings, bw...), append(errs, berrs...)
+	if len(errs) == 0 {
+		// An update whose new pods the apiserver refuses would have the rolling update replace
+		// healthy members with pods that are never created.
+		dw, derrs := v.dryRunPods(ctx, newPCS, oldPCS)
+		warnings, errs = append(warnings, dw...), append(errs, derrs...)
+	}
+	return warnings, admissionError(kindPodCliqueSet, newPCS.Name, errs)
 }
 
 // ValidateDelete admits every deletion.
@@ -130,4 +153,23 @@ func (v *PodCliqueSetValidator) lookupTopology(ctx context.Context) validation.T
 		}
 		return &corev1alpha1.ClusterTopology{ObjectMeta: b.ObjectMeta, Spec: b.ClusterTopologySpec()}, nil
 	}
+}
+
+// validateAnnotationBudget refuses PodCliqueSet annotations that would not fit on its
+// PodGangs once grove-operator adds its own keys (apicommon.PodGangAnnotationReserve): the
+// PodGang create failed with "annotations: Too long" and the gang's pods stayed gated.
+func validateAnnotationBudget(pcs *corev1alpha1.PodCliqueSet) field.ErrorList {
+	mirrored, dropped := apicommon.MirroredAnnotations(pcs.Annotations)
+	if len(dropped) == 0 {
+		return nil
+	}
+	size := apicommon.AnnotationsSize(mirrored)
+	for _, k := range dropped {
+		size += len(k) + len(pcs.Annotations[k])
+	}
+	e := field.TooLong(field.NewPath("metadata", "annotations"), "", apicommon.MirroredAnnotationBudget)
+	e.Detail = fmt.Sprintf("the annotations outside grove.io/ are copied onto every PodGang together with grove-operator's own keys; "+
+		"they take %d bytes and may take at most %d (the apiserver's %d less %d kept for grove-operator and the scheduler backend)",
+		size, apicommon.MirroredAnnotationBudget, apicommon.TotalAnnotationSizeLimit, apicommon.PodGangAnnotationReserve)
+	return field.ErrorList{e}
 }

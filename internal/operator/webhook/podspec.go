@@ -7,10 +7,20 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	k8sv1 "k8s.io/kubernetes/pkg/apis/core/v1"
 	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
+	"k8s.io/kubernetes/pkg/capabilities"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
+
+// Kubernetes' pod validation asks the process's capabilities whether privileged containers
+// are allowed; in a process other than the apiserver they default to "no", which refused every
+// privileged container (RDMA workers: privileged, IPC_LOCK, hostIPC) whatever the cluster allows.
+// Whether a pod may be privileged is the cluster's decision (the apiserver's --allow-privileged,
+// Pod Security admission of the namespace): the dry-run create (dryrun.go) asks it.
+func init() {
+	capabilities.Setup(true, 0)
+}
 
 // validatePodTemplates validates every clique's pod template the way the apiserver validates
 // a pod on create: v1 defaults applied, converted to the internal type, then Kubernetes' own

@@ -30,6 +30,8 @@ const (
 	PathDefaultPodCliqueSet     = "/mutate-grove-io-v1alpha1-podcliqueset"
 	PathValidatePodCliqueSet    = "/validate-grove-io-v1alpha1-podcliqueset"
 	PathValidateClusterTopology = "/validate-grove-io-v1alpha1-clustertopology"
+	// PathValidateClusterTopologyBinding serves upstream's ClusterTopologyBinding.
+	PathValidateClusterTopologyBinding = "/validate-grove-io-v1alpha1-clustertopologybinding"
 )
 
 // Options configures the webhooks.
@@ -41,6 +43,9 @@ type Options struct {
 	// Reader reads ClusterTopologies; it should read through to the apiserver so a topology
 	// created just before a PodCliqueSet is seen.
 	Reader client.Reader
+	// Client is grove-operator's client (the manager's): it dry-runs pods and creates
+	// SubjectAccessReviews. Nil skips those checks.
+	Client client.Client
 }
 
 // Register adds the webhooks to the manager's webhook server.
@@ -50,7 +55,7 @@ func Register(mgr manager.Manager, opts Options) error {
 	}
 	mgr.GetWebhookServer().Register(PathDefaultPodCliqueSet, &ctrlwebhook.Admission{Handler: defaultingHandler{}})
 	err := builder.WebhookManagedBy(mgr, &corev1alpha1.PodCliqueSet{}).
-		WithValidator(&PodCliqueSetValidator{Reader: opts.Reader, Backends: opts.Backends, TopologyAwareScheduling: opts.TopologyAwareScheduling}).
+		WithValidator(&PodCliqueSetValidator{Reader: opts.Reader, Backends: opts.Backends, TopologyAwareScheduling: opts.TopologyAwareScheduling, Client: opts.Client}).
 		WithValidatorCustomPath(PathValidatePodCliqueSet).
 		Complete()
 	if err != nil {
@@ -62,6 +67,13 @@ func Register(mgr manager.Manager, opts Options) error {
 		Complete()
 	if err != nil {
 		return fmt.Errorf("registering the ClusterTopology webhook: %w", err)
+	}
+	err = builder.WebhookManagedBy(mgr, &corev1alpha1.ClusterTopologyBinding{}).
+		WithValidator(&ClusterTopologyBindingValidator{Backends: opts.Backends}).
+		WithValidatorCustomPath(PathValidateClusterTopologyBinding).
+		Complete()
+	if err != nil {
+		return fmt.Errorf("registering the ClusterTopologyBinding webhook: %w", err)
 	}
 	return nil
 }

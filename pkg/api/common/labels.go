@@ -3,6 +3,11 @@
 // Every Grove object name is built here; nothing else formats one.
 package common
 
+import (
+	"sort"
+	"strings"
+)
+
 // Label keys put on objects that grove-operator manages.
 const (
 	LabelAppNameKey                        = "app.kubernetes.io/name"
@@ -165,6 +170,13 @@ const (
 	// ConditionPriorityClassNotFound on a PodCliqueSet is True while a PriorityClass its pods
 	// name does not exist: the apiserver refuses those pods until it is created.
 	ConditionPriorityClassNotFound = "PriorityClassNotFound"
+	// ConditionPodCreateFailed on a PodClique is True while the apiserver refuses its pods
+	// (reason: the apiserver's status reason, message: its message), e.g. a ServiceAccount that
+	// does not exist yet; on a PodCliqueSet, while it is True on one of its PodCliques. There is
+	// no condition until a create has failed once.
+	ConditionPodCreateFailed = "PodCreateFailed"
+	// ReasonPodsCreated: the PodClique's last pod creations succeeded.
+	ReasonPodsCreated = "PodsCreated"
 	// ConditionPodGangConflict on a PodCliqueSet is True while an object grove-operator does not
 	// own holds the name of one of its PodGangs.
 	ConditionPodGangConflict = "PodGangConflict"
@@ -239,6 +251,9 @@ const (
 	// ReasonClusterTopologyNameTaken: a ClusterTopology of the binding's name exists that
 	// the binding does not own; it is left alone and the binding has no effect.
 	ReasonClusterTopologyNameTaken = "ClusterTopologyNameTaken"
+	// ReasonClusterTopologyBindingInvalid: the binding would translate into a ClusterTopology
+	// that admission refuses; nothing is written until the binding changes.
+	ReasonClusterTopologyBindingInvalid = "ClusterTopologyBindingInvalid"
 
 	// Reasons of ConditionSchedulerTopologyDrift on a ClusterTopology.
 	ReasonSchedulerTopologiesInSync    = "SchedulerTopologiesInSync"
@@ -275,3 +290,59 @@ var ReservedLabelKeys = []string{
 	LabelResourceClaimReplicaIndex,
 	LabelResourceClaimTemplate,
 }
+
+// TotalAnnotationSizeLimit is the apiserver's limit on the annotations of one object (the sum
+// of the lengths of keys and values).
+const TotalAnnotationSizeLimit = 256 << 10
+
+// PodGangAnnotationReserve is the part of a PodGang's annotation budget kept for what
+// grove-operator and its scheduler backend add to the annotations mirrored from the
+// PodCliqueSet (topology name, gang termination, the backend's own keys).
+const PodGangAnnotationReserve = 8 << 10
+
+// MirroredAnnotationBudget is how large the PodCliqueSet annotations a PodGang mirrors (those
+// outside grove.io/, without kubectl's last-applied-configuration) may be.
+const MirroredAnnotationBudget = TotalAnnotationSizeLimit - PodGangAnnotationReserve
+
+// AnnotationsSize is the size the apiserver counts against TotalAnnotationSizeLimit.
+func AnnotationsSize(annotations map[string]string) int {
+	n := 0
+	for k, v := range annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// MirroredAnnotations are the annotations of a PodCliqueSet its PodGangs carry: the keys
+// outside grove.io/ except kubectl's last-applied-configuration (a copy of the whole object).
+// Over MirroredAnnotationBudget (admission refuses that, but annotation-only updates do not go
+// through admission), keys are left out in descending key order until the rest fits, so the
+// result is deterministic; dropped names them.
+func MirroredAnnotations(annotations map[string]string) (mirrored map[string]string, dropped []string) {
+	mirrored = map[string]string{}
+	for k, v := range annotations {
+		if !strings.HasPrefix(k, GroveKeyPrefix) && k != lastAppliedConfigAnnotation {
+			mirrored[k] = v
+		}
+	}
+	size := AnnotationsSize(mirrored)
+	if size <= MirroredAnnotationBudget {
+		return mirrored, nil
+	}
+	keys := make([]string, 0, len(mirrored))
+	for k := range mirrored {
+		keys = append(keys, k)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	for _, k := range keys {
+		if size <= MirroredAnnotationBudget {
+			break
+		}
+		size -= len(k) + len(mirrored[k])
+		delete(mirrored, k)
+		dropped = append(dropped, k)
+	}
+	return mirrored, dropped
+}
+
+const lastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"

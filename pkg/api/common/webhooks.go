@@ -13,6 +13,8 @@ const (
 	WebhookNamePodCliqueSetDefaulting    = "pcs.defaulting.webhooks.grove.io"
 	WebhookNamePodCliqueSetValidating    = "pcs.validating.webhooks.grove.io"
 	WebhookNameClusterTopologyValidating = "clustertopology.validating.webhooks.grove.io"
+	// WebhookNameClusterTopologyBindingValidating admits upstream's ClusterTopologyBindings.
+	WebhookNameClusterTopologyBindingValidating = "clustertopologybinding.validating.webhooks.grove.io"
 	// WebhookNameClusterTopologyDeletion only warns about deletions (failurePolicy Ignore).
 	WebhookNameClusterTopologyDeletion = "clustertopology-delete.validating.webhooks.grove.io"
 )

@@ -10,6 +10,7 @@ package clustertopologybinding
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/api/core/validation"
 )
 
 // ControllerName names the controller.
@@ -30,6 +32,9 @@ const ControllerName = "clustertopologybinding-controller"
 // Reconciler translates ClusterTopologyBindings into ClusterTopologies.
 type Reconciler struct {
 	Client client.Client
+	// TopologyAware names the enabled topology-aware scheduler backends: bindings of other
+	// schedulers are ignored (and named in the Translated condition).
+	TopologyAware []string
 }
 
 // SetupWithManager registers the controller; it also watches the ClusterTopologies the bindings
@@ -52,6 +57,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the garbage collector removes the owned ClusterTopology
 	}
+	// A binding its ClusterTopology's admission would refuse (one admitted before bindings were
+	// validated, or while the webhook was off) is reported, not retried forever: its next
+	// change brings it back.
+	warnings, errs := validation.ValidateClusterTopologyBinding(b, r.TopologyAware)
+	if len(errs) > 0 {
+		return ctrl.Result{}, r.writeStatus(ctx, b, nil, metav1.Condition{
+			Type: common.ConditionTranslated, Status: metav1.ConditionFalse, Reason: common.ReasonClusterTopologyBindingInvalid,
+			Message: "the binding is not translated: " + errs.ToAggregate().Error()})
+	}
+	ignored := ""
+	if len(warnings) > 0 {
+		ignored = "; " + strings.Join(warnings, "; ")
+	}
 	ct := &corev1alpha1.ClusterTopology{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: b.Name}, ct)
 	switch {
@@ -62,6 +80,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		if err := r.Client.Create(ctx, ct); err != nil {
+			if refused(err) {
+				return ctrl.Result{}, r.writeStatus(ctx, b, nil, metav1.Condition{
+					Type: common.ConditionTranslated, Status: metav1.ConditionFalse, Reason: common.ReasonClusterTopologyBindingInvalid,
+					Message: fmt.Sprintf("ClusterTopology %s is refused: %v", b.Name, err)})
+			}
 			return ctrl.Result{}, fmt.Errorf("creating ClusterTopology %s: %w", b.Name, err)
 		}
 	case err != nil:
@@ -78,12 +101,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		patch := client.MergeFromWithOptions(ct.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		r.translateInto(b, ct)
 		if err := r.Client.Patch(ctx, ct, patch); err != nil {
+			if refused(err) {
+				return ctrl.Result{}, r.writeStatus(ctx, b, nil, metav1.Condition{
+					Type: common.ConditionTranslated, Status: metav1.ConditionFalse, Reason: common.ReasonClusterTopologyBindingInvalid,
+					Message: fmt.Sprintf("ClusterTopology %s refuses the change: %v", b.Name, err)})
+			}
 			return ctrl.Result{}, fmt.Errorf("updating ClusterTopology %s: %w", b.Name, err)
 		}
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, b, ct, metav1.Condition{
 		Type: common.ConditionTranslated, Status: metav1.ConditionTrue, Reason: common.ReasonClusterTopologyTranslated,
-		Message: fmt.Sprintf("ClusterTopology %s is kept equal to this binding", b.Name)})
+		Message: fmt.Sprintf("ClusterTopology %s is kept equal to this binding", b.Name) + ignored})
+}
+
+// refused reports an error the apiserver (or admission) will give again for the same object.
+func refused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err)
 }
 
 func (r *Reconciler) translateInto(b *corev1alpha1.ClusterTopologyBinding, ct *corev1alpha1.ClusterTopology) {
@@ -91,7 +124,7 @@ func (r *Reconciler) translateInto(b *corev1alpha1.ClusterTopologyBinding, ct *c
 		ct.Annotations = map[string]string{}
 	}
 	ct.Annotations[common.AnnotationClusterTopologyBinding] = b.Name
-	want := b.ClusterTopologySpec()
+	want, _, _ := b.ClusterTopologySpecFor(r.TopologyAware)
 	if !equality.Semantic.DeepEqual(ct.Spec, want) {
 		ct.Spec = want
 	}

@@ -91,7 +91,9 @@ func buildPod(pclq *corev1alpha1.PodClique, place podPlacement, podIndex int, b 
 	for i := range pod.Spec.InitContainers {
 		pod.Spec.InitContainers[i].Env = withEnv(pod.Spec.InitContainers[i].Env, env)
 	}
-	b.PreparePod(pod, backend.PodGangRef{Name: pclq.Labels[apicommon.LabelPodGang], PodGroup: pclq.Name})
+	if b != nil {
+		b.PreparePod(pod, backend.PodGangRef{Name: pclq.Labels[apicommon.LabelPodGang], PodGroup: pclq.Name})
+	}
 	return pod
 }
 

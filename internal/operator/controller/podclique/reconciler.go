@@ -76,7 +76,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	syncErr := r.syncPods(ctx, req.String(), pclq, pods)
 	claimsErr := r.syncClaims(ctx, req.String(), pclq, pods)
-	statusErr := r.updateStatus(ctx, pclq, pods, syncErr == nil && claimsErr == nil)
+	// Pods the apiserver refuses are reported (PodCreateFailed), not waited for silently: the
+	// spec has been acted on, so observedGeneration advances all the same.
+	outcome, reported := outcomeOf(syncErr)
+	statusErr := r.updateStatus(ctx, pclq, pods, reported && claimsErr == nil, outcome, reported)
 	grovemetrics.ObserveReconcileError("podclique", errors.Join(syncErr, claimsErr, statusErr))
 	return reconcile.Result{}, errors.Join(syncErr, claimsErr, statusErr)
 }
@@ -188,7 +191,7 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 		resourceclaim.Inject(&pod.Spec, claims.ForPod(indices[i]))
 		withStartupWaiter(pod, waiter, waiterVolume)
 		if err := r.Client.Create(ctx, pod); err != nil {
-			return err
+			return refusal(err)
 		}
 		grovemetrics.PodsCreated.Inc()
 		r.Expectations.ExpectCreation(key, pod.UID, indices[i])

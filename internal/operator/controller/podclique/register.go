@@ -36,6 +36,7 @@ const StatusWriterName = "podclique-status"
 //   - PodCliques: spec (generation), labels (PodGang, template hash) and deletion;
 //   - their pods: every change, and the informer's sightings settle the expectations;
 //   - owned ResourceClaims: deletion (a wanted claim is made again, a stale one is gone);
+//   - ServiceAccounts (metadata, creation): cliques whose pods the apiserver refused retry;
 //   - PodCliqueSets: when a rolling update moves to another replica, its standalone
 //     PodCliques replace their outdated pods.
 //
@@ -58,6 +59,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&corev1alpha1.PodCliqueSet{}, handler.EnqueueRequestsFromMapFunc(r.standaloneCliques),
 			builder.WithPredicates(common.ReplicaBeingUpdatedChanged{})).
+		// Metadata only, and a watch of its own: the ServiceAccounts pods name are not Grove's.
+		WatchesMetadata(&corev1.ServiceAccount{}, handler.EnqueueRequestsFromMapFunc(r.cliquesWaitingForPods),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return true },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+			})).
 		Complete(r)
 }
 

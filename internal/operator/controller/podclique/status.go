@@ -21,8 +21,12 @@ import (
 // updateStatus has the PodClique's status written when it changed: by the status writer when
 // the controller runs one, else here. observedGeneration advances only when the sync
 // succeeded: a generation whose pods could not be made is not observed.
-func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, synced bool) error {
+// outcome is what pod creation came to, when known.
+func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, synced bool, outcome createOutcome, known bool) error {
 	if r.status != nil {
+		if known {
+			r.status.outcomes.Store(client.ObjectKeyFromObject(pclq), outcome)
+		}
 		r.status.enqueue(client.ObjectKeyFromObject(pclq), pclq.Generation, synced)
 		return nil
 	}
@@ -30,14 +34,22 @@ func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodCli
 	if synced {
 		observed = ptr.To(pclq.Generation)
 	}
-	_, err := r.writeStatus(ctx, pclq, pods, observed)
+	var o *createOutcome
+	if known {
+		o = &outcome
+	}
+	_, err := r.writeStatus(ctx, pclq, pods, observed, o)
 	return err
 }
 
-// writeStatus patches the PodClique's status, with observedGeneration observed, when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64) (wrote bool, err error) {
+// writeStatus patches the PodClique's status, with observedGeneration observed and the
+// PodCreateFailed condition of outcome (unchanged when nil), when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64, outcome *createOutcome) (wrote bool, err error) {
 	status := computeStatus(pclq, pods)
 	status.ObservedGeneration = observed
+	if outcome != nil {
+		setPodCreateFailedCondition(&status.Conditions, *outcome, pclq.Generation)
+	}
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
 		return false, nil
 	}

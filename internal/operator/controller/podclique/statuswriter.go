@@ -30,6 +30,8 @@ type statusWriter struct {
 	// synced holds, per clique, the last generation whose sync succeeded: observedGeneration
 	// advances only to it.
 	synced sync.Map // types.NamespacedName -> int64
+	// outcomes holds, per clique, what its last pod creations came to (PodCreateFailed).
+	outcomes sync.Map // types.NamespacedName -> createOutcome
 	// written remembers each clique's last status write until the cache shows it. The status
 	// is a merge patch against the cached clique: from a copy older than the last write, a
 	// count that had changed and changed back (a pod gated, then ungated before the first
@@ -57,7 +59,10 @@ func (w *statusWriter) enqueue(key types.NamespacedName, generation int64, synce
 }
 
 // forget drops what is kept of a clique that is gone.
-func (w *statusWriter) forget(key types.NamespacedName) { w.synced.Delete(key) }
+func (w *statusWriter) forget(key types.NamespacedName) {
+	w.synced.Delete(key)
+	w.outcomes.Delete(key)
+}
 
 // syncedGeneration is the last generation of the clique whose sync succeeded.
 func (w *statusWriter) syncedGeneration(key types.NamespacedName) (int64, bool) {
@@ -120,7 +125,12 @@ func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) erro
 	if gen, ok := w.syncedGeneration(key); ok && (observed == nil || gen > *observed) {
 		observed = &gen
 	}
-	wrote, err := w.r.writeStatus(ctx, pclq, pods, observed)
+	var outcome *createOutcome
+	if v, ok := w.outcomes.Load(key); ok {
+		o := v.(createOutcome)
+		outcome = &o
+	}
+	wrote, err := w.r.writeStatus(ctx, pclq, pods, observed, outcome)
 	if wrote {
 		w.written.Wrote(pclq)
 	}

@@ -2,6 +2,7 @@ package podclique
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,11 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 	if !allReady {
 		return nil // a replacement is still starting
 	}
+	// Never a healthy member before its replacement can be created: a replacement the
+	// apiserver refuses would leave the clique a pod short for good.
+	if err := r.replacementCreatable(ctx, pclq); err != nil {
+		return err
+	}
 	// Highest pod index first, as a scale-in would.
 	sort.Slice(outdatedReady, func(i, j int) bool {
 		a, _ := common.IntLabel(outdatedReady[i], apicommon.LabelPodCliquePodIndex)
@@ -81,6 +87,25 @@ func (r *Reconciler) deleteForUpdate(ctx context.Context, key string, pclq *core
 		grovemetrics.PodsDeleted.WithLabelValues(grovemetrics.DeleteUpdate).Inc()
 		r.Recorder.Eventf(pclq, p, corev1.EventTypeNormal, "UpdatePod", "DeletePod",
 			"deleted pod %s (template %s) to recreate it from template %s", p.Name, p.Labels[apicommon.LabelPodTemplateHash], pclq.Labels[apicommon.LabelPodTemplateHash])
+	}
+	return nil
+}
+
+// replacementCreatable dry-runs a pod of the clique's current template; a refusal keeps the
+// outdated pods (reported as PodCreateFailed) until the cause is fixed.
+func (r *Reconciler) replacementCreatable(ctx context.Context, pclq *corev1alpha1.PodClique) error {
+	pcs := &corev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: common.PodCliqueSetName(pclq)}, pcs); err != nil {
+		return err
+	}
+	if err := CanCreatePod(ctx, r.Client, r.Registry, pcs, pclq); err != nil {
+		err = refusal(err)
+		var refused errPodCreateRefused
+		if errors.As(err, &refused) {
+			r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, "PodCreateFailed", "UpdatePods",
+				"the apiserver refuses pods of the updated template; no outdated pod is deleted until it would create them: %v", err)
+		}
+		return err
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package podcliquescalinggroup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
+	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
 )
 
 // groupReplica is what a rolling update needs to know about one replica of the group.
@@ -95,6 +97,11 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		}
 		minAvailable := int(ptrOr(pcsg.Spec.MinAvailable, 1))
 		if len(candidates) > 0 && (available-1 >= minAvailable || available == len(replicas)) {
+			// Never a healthy group replica before its replacement can be created: pods the
+			// apiserver refuses would leave the gang a replica short for good.
+			if err := r.replacementsCreatable(ctx, pcs, members); err != nil {
+				return errors.Join(r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)), err)
+			}
 			// Scaled gangs (the highest indices) go before the base gang's replicas.
 			sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
 			j := candidates[0]
@@ -204,4 +211,21 @@ func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCl
 		g.updated = g.updated && g.available && len(g.outdated) == 0
 	}
 	return replicas, nil
+}
+
+// replacementsCreatable dry-runs a pod of each member PodClique's current template (one per
+// distinct template).
+func (r *Reconciler) replacementsCreatable(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, members []*corev1alpha1.PodClique) error {
+	seen := map[string]bool{}
+	for _, m := range members {
+		h := m.Labels[apicommon.LabelPodTemplateHash] + "/" + m.Spec.RoleName
+		if seen[h] || common.IsTerminating(m) {
+			continue
+		}
+		seen[h] = true
+		if err := podclique.CanCreatePod(ctx, r.Client, nil, pcs, m); err != nil {
+			return fmt.Errorf("PodClique %s: the apiserver refuses pods of the updated template, so no group replica is recreated until it would create them: %w", m.Name, err)
+		}
+	}
+	return nil
 }

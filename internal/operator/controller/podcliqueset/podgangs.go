@@ -329,8 +329,10 @@ func subset(want, have map[string]string) bool {
 // PodCliqueSet's labels and annotations outside grove.io/ (so that e.g. kai.scheduler/node-pool
 // reaches the scheduler's objects, as upstream Grove does), then what the backend adds.
 func gangMetadata(st *state) (labels, annotations map[string]string) {
-	labels, annotations = mirrored(st.pcs.Labels), mirrored(st.pcs.Annotations)
-	delete(annotations, corev1.LastAppliedConfigAnnotation) // a copy of the whole object, not metadata
+	labels = mirrored(st.pcs.Labels)
+	// Within a budget that leaves room for Grove's own keys: over it, the create failed with
+	// "annotations: Too long" and the gang's pods stayed gated.
+	annotations, _ = apicommon.MirroredAnnotations(st.pcs.Annotations)
 	if p, ok := st.backend.(backend.PodGangMetadataProvider); ok {
 		l, a := p.PodGangMetadata(st.pcs)
 		maps.Copy(labels, l)

@@ -88,6 +88,37 @@ func setPodGangConflictCondition(conditions *[]metav1.Condition, st *state) {
 	common.SetCondition(conditions, c, st.stored.Generation)
 }
 
+// setPodCreateFailedCondition rolls up the PodCreateFailed condition of the PodCliques: True
+// naming the first (by name) whose pods the apiserver refuses, with the apiserver's reason and
+// message. Without a refusal, ever, there is no condition.
+func setPodCreateFailedCondition(conditions *[]metav1.Condition, st *state, pclqs []corev1alpha1.PodClique) {
+	c := metav1.Condition{Type: apicommon.ConditionPodCreateFailed, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonPodsCreated, Message: "the apiserver creates the pods of every PodClique"}
+	failing := 0
+	var firstName string
+	var first *metav1.Condition
+	for i := range pclqs {
+		fc := meta.FindStatusCondition(pclqs[i].Status.Conditions, apicommon.ConditionPodCreateFailed)
+		if fc == nil || fc.Status != metav1.ConditionTrue {
+			continue
+		}
+		failing++
+		if first == nil || pclqs[i].Name < firstName {
+			first, firstName = fc, pclqs[i].Name
+		}
+	}
+	if first != nil {
+		c.Status, c.Reason = metav1.ConditionTrue, first.Reason
+		c.Message = fmt.Sprintf("PodClique %s: %s", firstName, first.Message)
+		if failing > 1 {
+			c.Message = fmt.Sprintf("%s (and %d more PodCliques)", c.Message, failing-1)
+		}
+	} else if meta.FindStatusCondition(*conditions, c.Type) == nil {
+		return
+	}
+	common.SetCondition(conditions, c, st.stored.Generation)
+}
+
 // recordConditionEvents emits a warning event when a problem condition starts reporting (or
 // changes what it reports).
 func (r *Reconciler) recordConditionEvents(st *state, status *corev1alpha1.PodCliqueSetStatus) {

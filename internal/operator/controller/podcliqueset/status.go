@@ -174,6 +174,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	setGangSchedulingCondition(&status.Conditions, st)
 	setPriorityClassCondition(&status.Conditions, st)
 	setPodGangConflictCondition(&status.Conditions, st)
+	setPodCreateFailedCondition(&status.Conditions, st, pclqs)
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
 }

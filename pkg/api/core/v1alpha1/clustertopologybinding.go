@@ -99,3 +99,25 @@ func (b *ClusterTopologyBinding) ClusterTopologySpec() ClusterTopologySpec {
 	}
 	return spec
 }
+
+// ClusterTopologySpecFor is ClusterTopologySpec with only the scheduler bindings of the
+// schedulers in enabled (the enabled topology-aware backends); the others are ignored, as
+// upstream Grove ignores bindings of backends it does not run, and their indices in
+// spec.schedulerTopologyBindings are returned. kept maps each scheduler reference of the
+// result to its index in the binding.
+func (b *ClusterTopologyBinding) ClusterTopologySpecFor(enabled []string) (spec ClusterTopologySpec, kept, ignored []int) {
+	spec = ClusterTopologySpec{Levels: append([]TopologyLevel(nil), b.Spec.Levels...)}
+	for i, s := range b.Spec.SchedulerTopologyBindings {
+		on := false
+		for _, e := range enabled {
+			on = on || e == s.SchedulerName
+		}
+		if !on {
+			ignored = append(ignored, i)
+			continue
+		}
+		kept = append(kept, i)
+		spec.SchedulerReferences = append(spec.SchedulerReferences, SchedulerReference{SchedulerName: s.SchedulerName, Reference: s.TopologyReference})
+	}
+	return spec, kept, ignored
+}

@@ -24,6 +24,10 @@ type PodClique struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec is the desired state. Scaling a PodClique (kubectl scale, /scale, an update of
+	// replicas) below minAvailable is refused: the clique's gang would lose its quorum and be
+	// terminated. Scaling up, or leaving replicas as they are, is always allowed.
+	// +kubebuilder:validation:XValidation:rule="!has(self.minAvailable) || self.replicas >= self.minAvailable || self.replicas >= oldSelf.replicas",message="must not be below minAvailable: the gang would lose its quorum; scale the PodCliqueSet (or its scaling group) to remove whole gangs",fieldPath=".replicas",reason=FieldValueInvalid
 	Spec   PodCliqueSpec   `json:"spec"`
 	Status PodCliqueStatus `json:"status,omitempty"`
 }

@@ -3,6 +3,7 @@
 package validation
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 
@@ -96,4 +97,44 @@ func validateClusterTopology(ct *corev1alpha1.ClusterTopology, enabled []string,
 		errs = append(errs, field.NotSupported(rp.Index(i).Child("schedulerName"), r.SchedulerName, enabled))
 	}
 	return errs
+}
+
+// ValidateClusterTopologyBinding checks an upstream ClusterTopologyBinding as the
+// ClusterTopology it is translated into is checked, with its field paths. Bindings of
+// schedulers that are not enabled (not in enabled, the enabled topology-aware backends) are
+// ignored, as upstream Grove ignores them: not refused, but named in warnings (and, by the
+// controller, in the binding's condition).
+func ValidateClusterTopologyBinding(b *corev1alpha1.ClusterTopologyBinding, enabled []string) (warnings []string, errs field.ErrorList) {
+	sp := field.NewPath("spec")
+	bp := sp.Child("schedulerTopologyBindings")
+	spec, kept, ignored := b.ClusterTopologySpecFor(enabled)
+	errs = ValidateTopologyLevels(spec.Levels, sp.Child("levels"))
+	// Every entry must still be well formed, whether or not its scheduler runs here.
+	for i, s := range b.Spec.SchedulerTopologyBindings {
+		if s.SchedulerName == "" {
+			errs = append(errs, field.Required(bp.Index(i).Child("schedulerName"), ""))
+		}
+		if s.TopologyReference == "" {
+			errs = append(errs, field.Required(bp.Index(i).Child("topologyReference"), ""))
+		}
+	}
+	seen := map[string]bool{}
+	for _, i := range kept {
+		name := b.Spec.SchedulerTopologyBindings[i].SchedulerName
+		if seen[name] {
+			errs = append(errs, field.Duplicate(bp.Index(i).Child("schedulerName"), name))
+		}
+		seen[name] = true
+	}
+	for _, i := range ignored {
+		if name := b.Spec.SchedulerTopologyBindings[i].SchedulerName; name != "" {
+			warnings = append(warnings, IgnoredBindingMessage(bp.Index(i), name, enabled))
+		}
+	}
+	return warnings, errs
+}
+
+// IgnoredBindingMessage says that the binding entry at p is ignored.
+func IgnoredBindingMessage(p *field.Path, scheduler string, enabled []string) string {
+	return fmt.Sprintf("%s: scheduler %q is not an enabled topology-aware scheduler backend (enabled: %v); the entry is ignored", p, scheduler, enabled)
 }

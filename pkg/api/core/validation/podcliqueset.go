@@ -52,7 +52,7 @@ func ValidatePodCliqueSet(pcs *corev1alpha1.PodCliqueSet) (warnings []string, er
 	if t.TerminationDelay != nil && t.TerminationDelay.Duration <= 0 {
 		errs = append(errs, field.Invalid(templatePath.Child("terminationDelay"), t.TerminationDelay.Duration.String(), "must be a positive duration, e.g. 30s, 15m or 4h"))
 	}
-	w, cliqueErrs := validateCliques(t)
+	w, cliqueErrs := validateCliques(t, pcs.Name)
 	warnings = append(warnings, w...)
 	errs = append(errs, cliqueErrs...)
 	errs = append(errs, validateScalingGroups(t)...)
@@ -78,7 +78,7 @@ func validatePodCliqueSetName(pcs *corev1alpha1.PodCliqueSet) field.ErrorList {
 	return errs
 }
 
-func validateCliques(t *corev1alpha1.PodCliqueSetTemplateSpec) (warnings []string, errs field.ErrorList) {
+func validateCliques(t *corev1alpha1.PodCliqueSetTemplateSpec, pcsName string) (warnings []string, errs field.ErrorList) {
 	cp := templatePath.Child("cliques")
 	if len(t.Cliques) == 0 {
 		errs = append(errs, field.Required(cp, "at least one clique is needed"))
@@ -96,7 +96,8 @@ func validateCliques(t *corev1alpha1.PodCliqueSetTemplateSpec) (warnings []strin
 			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
 		}
 		names[c.Name] = true
-		errs = append(errs, validateCliqueMetadata(c.Labels, c.Annotations, p)...)
+		errs = append(errs, validateCliqueMetadata(c.Labels, c.Annotations, pcsName, p)...)
+		errs = append(errs, validateClaimEntries(t, pcsName, c, p.Child("spec", "podSpec", "resourceClaims"))...)
 		sp := p.Child("spec")
 		if c.Spec.RoleName == "" {
 			errs = append(errs, field.Required(sp.Child("roleName"), ""))
@@ -388,12 +389,20 @@ func validateReplicaBound(replicas, lowest int32, p *field.Path) field.ErrorList
 // validateCliqueMetadata checks a clique's labels and annotations as the apiserver checks
 // object metadata (they are copied onto the PodClique and its pods, which the apiserver would
 // otherwise refuse long after admission), and refuses the labels grove-operator manages.
-func validateCliqueMetadata(labels, annotations map[string]string, p *field.Path) field.ErrorList {
+//
+// app.kubernetes.io/managed-by and part-of are grove-operator's too (it selects its objects by
+// them): a different value used to be replaced without a word, so it is refused; the value
+// grove-operator sets itself is harmless and admitted.
+func validateCliqueMetadata(labels, annotations map[string]string, pcsName string, p *field.Path) field.ErrorList {
 	lp := p.Child("labels")
 	errs := metav1validation.ValidateLabels(labels, lp)
+	own := common.DefaultLabels(pcsName)
 	for _, k := range sets.List(sets.KeySet(labels)) {
 		if slices.Contains(common.ReservedLabelKeys, k) {
 			errs = append(errs, field.Forbidden(lp.Key(k), "this label is set by grove-operator to tie pods to their gang and must not be set in the template"))
+		}
+		if want, ok := own[k]; ok && (labels[k] != want || pcsName == "") {
+			errs = append(errs, field.Invalid(lp.Key(k), labels[k], fmt.Sprintf("grove-operator sets this label to %q on the PodClique and its pods (it finds its objects by it); leave it out", want)))
 		}
 	}
 	return append(errs, apivalidation.ValidateAnnotations(annotations, p.Child("annotations"))...)

@@ -1,7 +1,9 @@
 package validation
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -134,4 +136,52 @@ func namesMustExist(names []string, known sets.Set[string], p *field.Path) field
 		}
 	}
 	return errs
+}
+
+// validateClaimEntries refuses a pod-spec resourceClaims entry whose name is one grove-operator
+// gives the entry of a shared claim (apicommon.PodResourceClaimName of "<pcs>-<i>[-...]-<template>",
+// or its hashed short form): the operator skips its own entry when the name is taken, so the
+// user's entry would silently stand in for the shared claim.
+func validateClaimEntries(t *corev1alpha1.PodCliqueSetTemplateSpec, pcsName string, c *corev1alpha1.PodCliqueTemplateSpec, p *field.Path) field.ErrorList {
+	templates := sets.New[string]()
+	for _, s := range t.ResourceSharing {
+		templates.Insert(s.Name)
+	}
+	for _, g := range t.PodCliqueScalingGroupConfigs {
+		for _, s := range g.ResourceSharing {
+			templates.Insert(s.Name)
+		}
+	}
+	for _, s := range c.ResourceSharing {
+		templates.Insert(s.Name)
+	}
+	if templates.Len() == 0 || pcsName == "" {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, e := range c.Spec.PodSpec.ResourceClaims {
+		if generatedClaimEntry(e.Name, pcsName, templates) {
+			errs = append(errs, field.Invalid(p.Index(i).Child("name"), e.Name,
+				"is the name grove-operator gives a claim of this PodCliqueSet's resourceSharing in the pod; choose another name"))
+		}
+	}
+	return errs
+}
+
+var hashedClaimEntry = regexp.MustCompile(`(^|-)h[0-9a-f]{32}$`)
+
+func generatedClaimEntry(name, pcsName string, templates sets.Set[string]) bool {
+	if hashedClaimEntry.MatchString(name) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, pcsName+"-")
+	if !ok || rest == "" || rest[0] < '0' || rest[0] > '9' {
+		return false
+	}
+	for tmpl := range templates {
+		if strings.HasSuffix(rest, "-"+tmpl) {
+			return true
+		}
+	}
+	return false
 }
