@@ -25,6 +25,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -174,9 +175,13 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		count[group] = 1
 	}
 	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), count)
-	demand := make(map[string]capacity.Demand, len(demands))
-	for _, d := range demands {
-		demand[d.Group] = d
+	demand := byGroup(demands)
+	// The other PodGangs of its group (a PodCliqueSet replica) pin the domain they share; while
+	// none of them holds a node, this gang chooses that domain for all of them.
+	shared, sharedBy := p.gangs.SharedNodes(key)
+	var companions []placement.Companion
+	if len(shared) == 0 && tree.Root.ID == placement.SharedSetID && tree.Root.Required != "" {
+		companions = p.companions(key, pod, classes)
 	}
 	// The DRA plugin keeps the choice to domains that offer the gang's devices and pins it to
 	// where devices its members share already are.
@@ -203,11 +208,35 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	for group, anchors := range devices.Anchors {
 		held[group] = append(held[group], anchors...)
 	}
-	// The other PodGangs of its group (a PodCliqueSet replica) pin the domain they share.
-	shared, sharedBy := p.gangs.SharedNodes(key)
-	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy})
+	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
+		SharedBy: sharedBy, Group: companions})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
+}
+
+// companions are the other PodGangs of gang key's group as the shared domain choice counts
+// them (at quorum and at full size), base first; their classes join the gang's, so that the
+// nodes' masks, computed afterwards, tell all of them apart.
+func (p *Plugin) companions(key string, pod *v1.Pod, classes *nodes.Classes) []placement.Companion {
+	var out []placement.Companion
+	for _, gg := range p.gangs.GroupGangs(key) {
+		names := make([]string, len(gg.PodGang.Spec.PodGroups))
+		for i, pg := range gg.PodGang.Spec.PodGroups {
+			names[i] = pg.Name
+		}
+		out = append(out, placement.Companion{Tree: placement.NewTree(&gg.PodGang.Spec),
+			Quorum: byGroup(p.gangs.DemandsWith(classes, gg.Key, pod, names, gg.Quorum)),
+			Full:   byGroup(p.gangs.DemandsWith(classes, gg.Key, pod, names, gg.Full))})
+	}
+	return out
+}
+
+func byGroup(demands capacity.Demands) map[string]capacity.Demand {
+	out := make(map[string]capacity.Demand, len(demands))
+	for _, d := range demands {
+		out[d.Group] = d
+	}
+	return out
 }
 
 // PostFilter: a member narrowed to its preferred domain fit none of its nodes, so the gang's
