@@ -67,6 +67,10 @@ func (p *Plugin) quorumWaits(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) bool
 		// Neither in the queue nor found short of room by this scheduler.
 		return false
 	}
+	if p.gangs.FailedSinceRoomChanged(w.Key) {
+		// It failed with the room as it is: it cannot use it until the room changes.
+		return false
+	}
 	if why := p.heldAtPreEnqueue(w.Pod); why != "" {
 		// Another plugin keeps it out of the queue: it cannot use the room now.
 		return false
@@ -146,6 +150,12 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.
+			continue
+		}
+		if p.gangs.FailedSinceRoomChanged(w.Key) {
+			// Counted capacity says it fits, but its last attempt, with the room as it is,
+			// failed (a filter refused it): deferring to it and waking it up would only make
+			// the two gangs wake each other in a loop.
 			continue
 		}
 		if !p.gangs.Queued(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {

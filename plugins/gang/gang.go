@@ -475,6 +475,7 @@ func (p *Plugin) abandon(key string, f *ledger.Failure) {
 // Gangs that let it go first are retried: it did not take the room.
 func (p *Plugin) unplaceable(key, reason string) {
 	defer p.retryElastic()
+	p.gangs.SetFailedAt(key)
 	if p.ledger.Unplaceable(key, reason) {
 		p.status.event(key, reason)
 	}

@@ -12,13 +12,16 @@ package topology
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -208,8 +211,15 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	for group, anchors := range devices.Anchors {
 		held[group] = append(held[group], anchors...)
 	}
+	var ruledOut map[placement.Choice][]string
+	for _, r := range p.gangs.RuledOutDomains(key, g.PodGang.UID) {
+		if ruledOut == nil {
+			ruledOut = map[placement.Choice][]string{}
+		}
+		ruledOut[r.Choice] = r.By
+	}
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
-		SharedBy: sharedBy, Group: companions})
+		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
 }
@@ -239,13 +249,68 @@ func byGroup(demands capacity.Demands) map[string]capacity.Demand {
 	return out
 }
 
-// PostFilter: a member narrowed to its preferred domain fit none of its nodes, so the gang's
-// preference is not worth a failed attempt again; its next attempts search every node.
-func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if s := readState(state); s != nil && s.narrowed {
+// PostFilter: a member fit no node of its gang's domain.
+//
+// Narrowed to its preferred domain, the gang's preference is not worth a failed attempt again:
+// its next attempts search every node.
+//
+// Otherwise, when a filter plugin other than the resource fit rejected every node of the
+// member's innermost required domain, counted capacity chose a domain the real filters refuse
+// (anti-affinity, ports, volumes...): the domain is ruled out for the gang until the room
+// changes, and the gang is tried again at once in the next candidate domain (each domain at
+// most once per room change, so this cannot loop).
+func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	s := readState(state)
+	switch {
+	case s == nil:
+	case s.narrowed:
 		p.gangs.MissPreference(s.key, s.uid)
+	case len(s.required) > 0:
+		if d, ok := p.ruledOut(s, pod, statuses); ok && p.gangs.RuleOut(s.key, s.uid, d) {
+			if pending := p.gangs.Pending(s.key); len(pending) > 0 {
+				m := make(map[string]*v1.Pod, len(pending))
+				for _, pp := range pending {
+					m[pp.Namespace+"/"+pp.Name] = pp
+				}
+				p.handle.Activate(klog.Background(), m)
+			}
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s %q is ruled out for the gang by %s; the next domain is tried",
+				placement.DomainNoun(d.Key), d.Value, strings.Join(d.By, ", ")))
+		}
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
+}
+
+// resourceFit is the in-tree filter of counted capacity: its rejections are what the domain
+// choice already counted, not a reason to rule a domain out.
+const resourceFit = "NodeResourcesFit"
+
+// ruledOut returns the member's innermost required domain when filter plugins other than the
+// resource fit rejected every one of its nodes.
+func (p *Plugin) ruledOut(s *cycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (gangcache.RuledOut, bool) {
+	_, group, _ := gangcache.GangKey(pod)
+	gp := p.gangs.Plan(s.key)
+	if gp.Plan == nil {
+		return gangcache.RuledOut{}, false
+	}
+	allowed := gp.Plan.AllowedNodes(group)
+	if allowed.Len() == 0 {
+		return gangcache.RuledOut{}, false
+	}
+	by := sets.New[string]()
+	for name := range allowed {
+		st := statuses.Get(name)
+		if st == nil || st.IsSuccess() {
+			return gangcache.RuledOut{}, false
+		}
+		if plugin := st.Plugin(); plugin != resourceFit && plugin != Name && plugin != "" {
+			by.Insert(plugin)
+		}
+	}
+	if by.Len() == 0 {
+		return gangcache.RuledOut{}, false
+	}
+	return gangcache.RuledOut{Choice: s.required[len(s.required)-1], By: sets.List(by)}, true
 }
 
 // PreFilterExtensions is not needed: domains do not depend on single pods.

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -197,6 +198,11 @@ type gangState struct {
 	written Written
 	// told is when each event about the gang (by what it says) was last sent.
 	told map[string]time.Time
+	// ruledOut lists the domains a filter rejected since the room last changed; failedAt is
+	// the room version at its last failed attempt (failed: there was one).
+	ruledOut ruledOut
+	failedAt uint64
+	failed   bool
 }
 
 // QueueTime is where a gang sorts in the scheduling queue: At (the PodGang's creation, or its
@@ -238,6 +244,8 @@ type Cache struct {
 	handler Handler
 	advisor DeviceAdvisor
 	reservations
+	// room counts the changes that may add room (RoomChanged).
+	room atomic.Uint64
 }
 
 // New returns an empty cache; Profiles.For wires one to informers.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -34,6 +35,10 @@ type Input struct {
 	// They pin the domains of the shared set unless the gang's own members already do.
 	Shared   []string
 	SharedBy string
+	// RuledOut are domains the scheduler's filter plugins rejected for the gang's members
+	// although their counted capacity held them, with the filters' names: they are not chosen
+	// again (unless members already placed pin them).
+	RuledOut map[Choice][]string
 	// Group lists the other PodGangs of the gang's group (its spec.sharedTopologyConstraint),
 	// base first. While no gang of the group holds a node, the gang placed first chooses the
 	// shared domain for all of them (see chooseGroupDomain).
@@ -98,6 +103,8 @@ type Unfit struct {
 	Domains int
 	// Within names the enclosing domain when a nested set is what does not fit.
 	Within string
+	// RuledOut describes the domains of Key left out because a filter rejected them.
+	RuledOut []string
 }
 
 func (u *Unfit) Error() string {
@@ -105,6 +112,15 @@ func (u *Unfit) Error() string {
 		inner := *u
 		inner.Within = ""
 		return u.Within + ": " + inner.Error()
+	}
+	if len(u.RuledOut) > 0 {
+		inner := *u
+		inner.RuledOut = nil
+		msg := "ruled out by filters: " + strings.Join(u.RuledOut, ", ")
+		if u.Best == "" && u.BestFits == 0 && u.Key != "" && u.Pinned == "" {
+			return fmt.Sprintf("%s needs %s within one %s (%s); %s", u.Set.What, u.Demand, DomainNoun(u.Key), u.Key, msg)
+		}
+		return inner.Error() + "; " + msg
 	}
 	switch {
 	case u.Key == "":
@@ -371,6 +387,18 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 	if pinned != "" {
 		values = []string{pinned}
 	}
+	var ruled []string
+	if pinned == "" && len(p.in.RuledOut) > 0 {
+		kept := values[:0:0]
+		for _, v := range values {
+			if by, out := p.in.RuledOut[Choice{Key: key, Value: v}]; out {
+				ruled = append(ruled, fmt.Sprintf("%s %q (%s)", DomainNoun(key), v, strings.Join(by, ", ")))
+				continue
+			}
+			kept = append(kept, v)
+		}
+		values = kept
+	}
 	if s.ID == SharedSetID && key == s.Required && pinned == "" && len(p.in.Group) > 0 {
 		if pos, value, ok := p.chooseGroupDomain(s, values, byValue, w); ok {
 			return pos, value, nil
@@ -405,7 +433,7 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 			return nil, "", &nested
 		}
 		u := &Unfit{Set: s, Key: key, Demand: p.demand[s.ID], Pinned: pinned,
-			Best: mostValue, BestFits: max(mostPlaced, 0), Domains: len(byValue)}
+			Best: mostValue, BestFits: max(mostPlaced, 0), Domains: len(byValue), RuledOut: ruled}
 		u.PinnedBy = by
 		return nil, "", u
 	}
