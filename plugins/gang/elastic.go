@@ -67,8 +67,11 @@ func (p *Plugin) quorumWaits(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) bool
 		// Neither in the queue nor found short of room by this scheduler.
 		return false
 	}
-	if p.gangs.FailedSinceRoomChanged(w.Key) {
-		// It failed with the room as it is: it cannot use it until the room changes.
+	if p.gangs.FailedSinceRoomChanged(w.Key) && p.wholeGangFits(w.Pod, w.Key, w.Gang.Quorum, nodeInfos) == "" &&
+		p.fitsDomains(w.Pod, w.Key, w.Gang, nodeInfos, false) {
+		// Counted capacity says it fits, yet it failed with the room as it is (a filter refused
+		// it): it cannot use the room until the room changes. (A quorum short of room keeps
+		// holding it back, so that what frees up adds up for it.)
 		return false
 	}
 	if why := p.heldAtPreEnqueue(w.Pod); why != "" {
