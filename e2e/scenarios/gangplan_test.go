@@ -148,42 +148,47 @@ func upstreamWorkload2(ns, name string) *corev1alpha1.PodCliqueSet {
 	return forWorkload(withGroup(p, "sg-x", 2, 1, "pc-b", "pc-c"), "80Mi")
 }
 
-// Scenario 1 of issue 39: two deferral rules that waited on each other. With both replicas'
-// base gangs and both replicas' scale-out waiting, every base quorum lands first (6 pods), then
-// the scaled quorums (10), then everything (28) — never a replica's base quorum left waiting
-// on another replica's scale-out, which in turn waits on it.
+// Scenario 1 of issue 39: two deferral rules that waited on each other. Replica 0's base
+// quorum lands on the first 3 nodes and its scaled gang (quorum 2) then waits for room; the
+// PodCliqueSet is scaled to 2 replicas. When 3 more nodes open, replica 1's base quorum must
+// land (6), although the older scaled gang of replica 0 fits the room too — every replica's
+// minimum before any replica's scale-out — and never wait on that scaled gang while the scaled
+// gang waits on it. Then the scaled quorums (10), then everything (20).
 func TestBaseQuorumsNeverWaitOnScaleOut(t *testing.T) {
 	env, w := startEnv(t, framework.Options{})
 	ns := env.Cluster.TestNamespace(t)
-	nodes := createCordoned(t, env, plainNodes(28)...)
+	nodes := createCordoned(t, env, plainNodes(20)...)
 	uncordon(t, env, nodes[:2]...)
-	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, upstreamWorkload2(ns, "wl2")))
+	require.NoError(t, env.Client.Create(context.Background(), upstreamWorkload2(ns, "wl2")))
 	holdBound(t, env, ns, "wl2", 10, 0)
-	scaleTo(t, env, pcsRef(ns, "wl2"), 2)
-	holdBound(t, env, ns, "wl2", 20, 0)
-	for replica := 0; replica < 2; replica++ {
-		scaleTo(t, env, pcsgRef(ns, common.PodCliqueScalingGroupName("wl2", replica, "sg-x")), 3)
-	}
-	holdBound(t, env, ns, "wl2", 28, 0)
 
-	uncordon(t, env, nodes[2:6]...)
-	holdBound(t, env, ns, "wl2", 28, 6)
-	for _, base := range []string{common.BasePodGangName("wl2", 0), common.BasePodGangName("wl2", 1)} {
-		waitScheduled(t, env, ns, base)
+	uncordon(t, env, nodes[2])
+	holdBound(t, env, ns, "wl2", 10, 3)
+	waitScheduled(t, env, ns, common.BasePodGangName("wl2", 0))
+	scaleTo(t, env, pcsRef(ns, "wl2"), 2)
+	holdBound(t, env, ns, "wl2", 20, 3)
+
+	// One node at a time, as upstream's e2e uncordons them.
+	for _, n := range nodes[3:6] {
+		uncordon(t, env, n)
 	}
-	// Room for two of the four scaled quorums (2 pods each), none of the elastic pods.
-	uncordon(t, env, nodes[6:10]...)
-	holdBound(t, env, ns, "wl2", 28, 10)
+	holdBound(t, env, ns, "wl2", 20, 6)
+	waitScheduled(t, env, ns, common.BasePodGangName("wl2", 1))
+	// Room for both scaled quorums (2 pods each), none of the elastic pods.
+	for _, n := range nodes[6:10] {
+		uncordon(t, env, n)
+	}
+	holdBound(t, env, ns, "wl2", 20, 10)
 	uncordon(t, env, nodes[10:]...)
-	holdBound(t, env, ns, "wl2", 28, 28)
+	holdBound(t, env, ns, "wl2", 20, 20)
 	w.assertNoPartialGang()
 }
 
 // Scenario 2 of issue 39: a PodCliqueSet-wide block is chosen for the whole group. Ten pairs of
 // 40Mi workers, each pair on one host (one pair per 150Mi node), the replica in one block; the
 // base gang has three pairs, seven scaled gangs one pair each. Of a block of 8 nodes and one of
-// 20, only the 20-node block holds the replica: every pod lands there.
+// 20, only the 20-node block holds the replica: every pod lands there (the tightest block for
+// the base gang alone, the 8-node one, would leave 2 scaled gangs out for good).
 func TestPodCliqueSetBlockHoldsTheWholeReplica(t *testing.T) {
 	env, w := startEnv(t, framework.Options{})
 	ns := env.Cluster.TestNamespace(t)
@@ -197,13 +202,11 @@ func TestPodCliqueSetBlockHoldsTheWholeReplica(t *testing.T) {
 				labels: map[string]string{framework.ZoneKey: "z0", framework.BlockKey: block, framework.RackKey: rack}})
 		}
 	}
-	names := createCordoned(t, env, nodes...)
+	// Both blocks are open before the replica comes: the first gang placed sees both.
+	uncordon(t, env, createCordoned(t, env, nodes...)...)
 	p := withTopology(pcs(ns, "pairs", 1, clique("worker", 2, "1", cliqueRequired("host"))), "fabric", "block", "")
 	p = forWorkload(withGroup(p, "workers", 10, 3, "worker"), "40Mi")
 	require.NoError(t, env.Client.Create(context.Background(), p))
-	holdBound(t, env, ns, "pairs", 20, 0)
-
-	uncordon(t, env, names...)
 	holdBound(t, env, ns, "pairs", 20, 20)
 	blocks := labelsOfBoundPods(env, podsOf(t, env, ns, "pairs"), framework.BlockKey)
 	assert.Equal(t, map[string]int{"z0-b0": 20}, blocks, "the replica's pods by block")
