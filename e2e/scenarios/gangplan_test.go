@@ -14,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 // The scenarios of one plan per gang group (issue 39), in the shapes of upstream Grove's own
@@ -190,7 +192,9 @@ func TestBaseQuorumsNeverWaitOnScaleOut(t *testing.T) {
 // 20, only the 20-node block holds the replica: every pod lands there (the tightest block for
 // the base gang alone, the 8-node one, would leave 2 scaled gangs out for good).
 func TestPodCliqueSetBlockHoldsTheWholeReplica(t *testing.T) {
-	env, w := startEnv(t, framework.Options{})
+	// grove-scheduler starts once every PodGang of the replica exists: what the first gang
+	// placed sees of its group does not depend on how fast the operator creates them.
+	env, w := startEnv(t, framework.Options{WithoutScheduler: true})
 	ns := env.Cluster.TestNamespace(t)
 	fabricTopology(t, env, "fabric")
 	var nodes []cordonedNode
@@ -202,11 +206,17 @@ func TestPodCliqueSetBlockHoldsTheWholeReplica(t *testing.T) {
 				labels: map[string]string{framework.ZoneKey: "z0", framework.BlockKey: block, framework.RackKey: rack}})
 		}
 	}
-	// Both blocks are open before the replica comes: the first gang placed sees both.
 	uncordon(t, env, createCordoned(t, env, nodes...)...)
 	p := withTopology(pcs(ns, "pairs", 1, clique("worker", 2, "1", cliqueRequired("host"))), "fabric", "block", "")
 	p = forWorkload(withGroup(p, "workers", 10, 3, "worker"), "40Mi")
-	require.NoError(t, env.Client.Create(context.Background(), p))
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, p))
+	require.Eventually(t, func() bool {
+		var gangs schedv1alpha1.PodGangList
+		return env.Client.List(ctx, &gangs, client.InNamespace(ns)) == nil && len(gangs.Items) == 8
+	}, 2*time.Minute, 250*time.Millisecond, "the base PodGang and 7 scaled ones")
+	require.NoError(t, env.StartScheduler(ctx))
+
 	holdBound(t, env, ns, "pairs", 20, 20)
 	blocks := labelsOfBoundPods(env, podsOf(t, env, ns, "pairs"), framework.BlockKey)
 	assert.Equal(t, map[string]int{"z0-b0": 20}, blocks, "the replica's pods by block")

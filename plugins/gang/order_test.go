@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 )
 
 func cpuNode(name, cpu string) fwk.NodeInfo {
@@ -41,7 +42,7 @@ func TestQuorumAheadIsNotWaitedForOnceItFailedWithThisRoom(t *testing.T) {
 
 	// The gang ahead fails (a filter refused its domain): the one behind goes on.
 	h.pods = nil
-	p.unplaceable("ns/ahead", "pod ahead-0 fits no node (InterPodAffinity)")
+	p.unplaceable("ns/ahead", "pod ahead-0 fits no node (InterPodAffinity)", ledger.WaitFilterRejected)
 	assert.Empty(t, p.quorumAheadFits(behind[0], "ns/behind", nodes))
 	assert.Empty(t, h.pods, "nor is the failed gang woken up again")
 	w := p.gangs.WaitingAhead(p.entry("ns/behind", 2, behind[0]), nil)

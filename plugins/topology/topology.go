@@ -127,7 +127,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	if unfit != nil {
 		// The gang plugin's PostFilter reads this: the whole gang has no domain.
-		state.Write(gangcache.NoDomainKey, &gangcache.NoDomain{Reason: unfit.Error()})
+		state.Write(gangcache.NoDomainKey, &gangcache.NoDomain{Reason: unfit.Error(), Cause: unfit.Cause()})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unfit.Error())
 	}
 	s := &cycleState{key: key, uid: g.PodGang.UID, required: plan.Required(group), shape: capacity.PodShape(pod)}

@@ -107,6 +107,18 @@ type Unfit struct {
 	RuledOut []string
 }
 
+// Cause is the kind of Unfit, a ledger.Wait* value: "filter_rejected" when domains a filter
+// rejected were left out, "no_room" for a plain shortage, else "no_domain".
+func (u *Unfit) Cause() string {
+	switch {
+	case len(u.RuledOut) > 0:
+		return "filter_rejected"
+	case u.Key == "" && u.Within == "":
+		return "no_room"
+	}
+	return "no_domain"
+}
+
 func (u *Unfit) Error() string {
 	if u.Within != "" {
 		inner := *u
