@@ -920,7 +920,8 @@ func (e *entry) entry(key string, tier order.Tier, fallback int32) order.Entry {
 		}
 		groups = append(groups, gp)
 	}
-	return order.Entry{Key: key, Priority: order.QuorumPriority(groups, fallback), Tier: tier, Created: e.podGang.CreationTimestamp.Time}
+	return order.Entry{Key: key, Priority: order.QuorumPriority(groups, fallback), Tier: tier,
+		Created: e.podGang.CreationTimestamp.Time, Arrival: e.queue.Arrival}
 }
 
 // tierOf is the tier of a PodGang's quorum: a scaled PodGang names its base PodGang.

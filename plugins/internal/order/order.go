@@ -15,7 +15,9 @@
 //     rule "base before scale-out only within one PodCliqueSet" mixed with age is not
 //     transitive (an old scale-out of A, a middle-aged base of B, a young base of A go round
 //     in a circle);
-//  3. older PodGang first (creation time);
+//  3. older PodGang first (creation time), then — among PodGangs of one second, the
+//     apiserver's resolution — the one whose first pod reached the scheduling queue first (as
+//     the queue pops them: "gang-10" is not ahead of "gang-9" for its name);
 //  4. namespace/name, so that no two entries are equal.
 //
 // The scheduling queue's own sort (which pod is popped next) is a different question, with a
@@ -59,6 +61,8 @@ type Entry struct {
 	Tier     Tier
 	// Created is the PodGang's creation time.
 	Created time.Time
+	// Arrival is when its first pod reached the scheduling queue; zero (not yet) sorts last.
+	Arrival time.Time
 }
 
 // Compare is the order: negative when a goes before b, positive when after, 0 only for equal
@@ -73,7 +77,23 @@ func Compare(a, b Entry) int {
 	if c := a.Created.Compare(b.Created); c != 0 {
 		return c
 	}
+	if c := compareArrival(a.Arrival, b.Arrival); c != 0 {
+		return c
+	}
 	return cmp.Compare(a.Key, b.Key)
+}
+
+// compareArrival orders arrival times with zero (not arrived) last.
+func compareArrival(a, b time.Time) int {
+	switch {
+	case a.IsZero() && b.IsZero():
+		return 0
+	case a.IsZero():
+		return 1
+	case b.IsZero():
+		return -1
+	}
+	return a.Compare(b)
 }
 
 // Before reports whether a is strictly ahead of b: the only case in which b may wait for a.

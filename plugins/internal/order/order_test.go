@@ -21,32 +21,35 @@ func TestCompareEveryRuleCombination(t *testing.T) {
 	for _, prio := range sides {
 		for _, tier := range sides {
 			for _, age := range sides {
-				for _, name := range sides {
-					a := Entry{Key: "ns/m", Priority: 10, Tier: ScaleOut, Created: t0}
-					b := a
-					// ahead means a comes first on that rule alone.
-					a.Priority -= int32(prio) // higher priority goes first
-					a.Tier = Tier(int(a.Tier) + int(tier))
-					a.Created = a.Created.Add(time.Duration(age) * time.Second)
-					a.Key = map[side]string{ahead: "ns/l", equal: "ns/m", after: "ns/n"}[name]
-					want := 0
-					for _, s := range []side{prio, tier, age, name} {
-						if s != equal {
-							want = int(s)
-							break
+				for _, arrival := range sides {
+					for _, name := range sides {
+						a := Entry{Key: "ns/m", Priority: 10, Tier: ScaleOut, Created: t0, Arrival: t0.Add(time.Minute)}
+						b := a
+						// ahead means a comes first on that rule alone.
+						a.Priority -= int32(prio) // higher priority goes first
+						a.Tier = Tier(int(a.Tier) + int(tier))
+						a.Created = a.Created.Add(time.Duration(age) * time.Second)
+						a.Arrival = a.Arrival.Add(time.Duration(arrival) * time.Millisecond)
+						a.Key = map[side]string{ahead: "ns/l", equal: "ns/m", after: "ns/n"}[name]
+						want := 0
+						for _, s := range []side{prio, tier, age, arrival, name} {
+							if s != equal {
+								want = int(s)
+								break
+							}
 						}
+						t.Run(fmt.Sprintf("prio%+d/tier%+d/age%+d/arrival%+d/name%+d", prio, tier, age, arrival, name), func(t *testing.T) {
+							if got := Compare(a, b); got != want {
+								t.Errorf("Compare(%+v, %+v) = %d, want %d", a, b, got, want)
+							}
+							if got := Compare(b, a); got != -want {
+								t.Errorf("Compare(b, a) = %d, want %d", got, -want)
+							}
+							if Before(a, b) != (want < 0) || Before(b, a) != (want > 0) {
+								t.Errorf("Before disagrees with Compare")
+							}
+						})
 					}
-					t.Run(fmt.Sprintf("prio%+d/tier%+d/age%+d/name%+d", prio, tier, age, name), func(t *testing.T) {
-						if got := Compare(a, b); got != want {
-							t.Errorf("Compare(%+v, %+v) = %d, want %d", a, b, got, want)
-						}
-						if got := Compare(b, a); got != -want {
-							t.Errorf("Compare(b, a) = %d, want %d", got, -want)
-						}
-						if Before(a, b) != (want < 0) || Before(b, a) != (want > 0) {
-							t.Errorf("Before disagrees with Compare")
-						}
-					})
 				}
 			}
 		}
@@ -74,6 +77,10 @@ func TestBefore(t *testing.T) {
 		{"a higher priority scale-out is ahead of a lower priority base", high, base0, true},
 		{"higher priority elastic members are ahead of lower priority quorums", highElastic, base0, true},
 		{"an entry is not ahead of itself", base0, base0, false},
+		{"same second: the one whose pods arrived first", Entry{Key: "ns/gang-9", Created: t0, Arrival: t0},
+			Entry{Key: "ns/gang-10", Created: t0, Arrival: t0.Add(time.Millisecond)}, true},
+		{"same second: one whose pods did not arrive yet is behind", Entry{Key: "ns/b", Created: t0, Arrival: t0},
+			Entry{Key: "ns/a", Created: t0}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,8 +98,10 @@ func TestBeforeHasNoCycles(t *testing.T) {
 	for _, prio := range []int32{0, 5} {
 		for _, tier := range []Tier{Base, ScaleOut, Elastic} {
 			for _, age := range []time.Duration{0, time.Second} {
-				for _, key := range []string{"a/x", "b/x"} {
-					es = append(es, Entry{Key: key, Priority: prio, Tier: tier, Created: t0.Add(age)})
+				for _, arrival := range []time.Time{{}, t0, t0.Add(time.Second)} {
+					for _, key := range []string{"a/x", "b/x"} {
+						es = append(es, Entry{Key: key, Priority: prio, Tier: tier, Created: t0.Add(age), Arrival: arrival})
+					}
 				}
 			}
 		}
