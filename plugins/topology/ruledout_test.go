@@ -60,12 +60,15 @@ func TestADomainAFilterRejectsIsRevised(t *testing.T) {
 	require.True(t, st.IsSuccess(), "%v", st)
 	assert.Equal(t, []string{"small"}, sets.List(r.NodeNames), "the tightest rack by capacity")
 
-	// Resource fit alone rejected it: capacity was counted already, nothing is ruled out.
-	_, st = p.PostFilter(t.Context(), state, pods[0], statuses{"small": rejected("NodeResourcesFit", "Insufficient cpu")})
-	assert.Equal(t, fwk.Unschedulable, st.Code())
-	assert.Empty(t, h.pods)
-	r, _, state = choose()
-	assert.Equal(t, []string{"small"}, sets.List(r.NodeNames))
+	// Resource fit, or Grove's own device check, rejected it: that was counted already,
+	// nothing is ruled out.
+	for _, plugin := range []string{"NodeResourcesFit", "DRA"} {
+		_, st = p.PostFilter(t.Context(), state, pods[0], statuses{"small": rejected(plugin, "Insufficient")})
+		assert.Equal(t, fwk.Unschedulable, st.Code())
+		assert.Empty(t, h.pods)
+		r, _, state = choose()
+		assert.Equal(t, []string{"small"}, sets.List(r.NodeNames))
+	}
 
 	// Anti-affinity rejected it: r0 is ruled out, the gang comes back at once and gets r1.
 	_, st = p.PostFilter(t.Context(), state, pods[0], statuses{"small": rejected("InterPodAffinity", "didn't match pod anti-affinity rules")})

@@ -281,9 +281,12 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
 
-// resourceFit is the in-tree filter of counted capacity: its rejections are what the domain
-// choice already counted, not a reason to rule a domain out.
-const resourceFit = "NodeResourcesFit"
+// countedAlready are the plugins whose rejections the domain choice already counted, not a
+// reason to rule a domain out: the in-tree resource fit (capacity), and Grove's own plugins
+// (this one's domains, the gang plugin's reservations, the DRA plugin's devices, which it
+// advises the choice on).
+var countedAlready = map[string]bool{"": true, "NodeResourcesFit": true, Name: true,
+	pluginargs.GangPluginName: true, pluginargs.DRAPluginName: true, pluginargs.GangPreemptionPluginName: true}
 
 // ruledOut returns the member's innermost required domain when filter plugins other than the
 // resource fit rejected every one of its nodes.
@@ -303,7 +306,7 @@ func (p *Plugin) ruledOut(s *cycleState, pod *v1.Pod, statuses fwk.NodeToStatusR
 		if st == nil || st.IsSuccess() {
 			return gangcache.RuledOut{}, false
 		}
-		if plugin := st.Plugin(); plugin != resourceFit && plugin != Name && plugin != "" {
+		if plugin := st.Plugin(); !countedAlready[plugin] {
 			by.Insert(plugin)
 		}
 	}
