@@ -859,8 +859,7 @@ func (c *Cache) WaitingAhead(self order.Entry, only func(*v1alpha1.PodGang) bool
 			only != nil && !only(e.podGang) {
 			continue
 		}
-		entry := e.entry(key, order.Elastic, 0)
-		entry.Tier = tierOf(e.podGang)
+		entry := e.orderEntry(key, tierOf(e.podGang), e.topPriority)
 		if !order.Before(entry, self) {
 			continue
 		}
@@ -897,7 +896,7 @@ func (c *Cache) Entry(key string, tier order.Tier, fallback int32) (order.Entry,
 	if e == nil || e.podGang == nil {
 		return order.Entry{Key: key, Priority: fallback, Tier: tier}, false
 	}
-	return e.entry(key, tier, fallback), true
+	return e.orderEntry(key, tier, fallback), true
 }
 
 // QuorumTier is the tier of gang key's quorum: Base, or ScaleOut for a scaled PodGang.
@@ -910,8 +909,8 @@ func (c *Cache) QuorumTier(key string) order.Tier {
 	return order.Base
 }
 
-// entry computes the record's order.Entry; c.mu is held and e.podGang is set.
-func (e *entry) entry(key string, tier order.Tier, fallback int32) order.Entry {
+// orderEntry computes the record's order.Entry; c.mu is held and e.podGang is set.
+func (e *entry) orderEntry(key string, tier order.Tier, fallback int32) order.Entry {
 	groups := make([]order.GroupPriority, 0, len(e.podGang.Spec.PodGroups))
 	for _, pg := range e.podGang.Spec.PodGroups {
 		gp := order.GroupPriority{Min: pg.MinReplicas}

@@ -70,7 +70,7 @@ func (c *Cache) GroupGangs(key string) []GroupGang {
 		if other == key || o.podGang == nil || o.podGang.Spec.SharedTopologyConstraint == nil || o.podGang.Spec.SharedTopologyConstraint.Group != group {
 			continue
 		}
-		g := GroupGang{Key: other, PodGang: o.podGang, Quorum: map[string]int32{}, Full: map[string]int32{}, entry: o.entry(other, tierOf(o.podGang), 0)}
+		g := GroupGang{Key: other, PodGang: o.podGang, Quorum: map[string]int32{}, Full: map[string]int32{}, entry: o.orderEntry(other, tierOf(o.podGang), o.topPriority)}
 		seen := map[string]int32{}
 		for _, m := range o.members {
 			seen[m.group]++
