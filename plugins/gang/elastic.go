@@ -67,11 +67,10 @@ func (p *Plugin) quorumWaits(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) bool
 		// Neither in the queue nor found short of room by this scheduler.
 		return false
 	}
-	if p.gangs.FailedSinceRoomChanged(w.Key) && p.wholeGangFits(w.Pod, w.Key, w.Gang.Quorum, nodeInfos) == "" &&
-		p.fitsDomains(w.Pod, w.Key, w.Gang, nodeInfos, false) {
-		// Counted capacity says it fits, yet it failed with the room as it is (a filter refused
-		// it): it cannot use the room until the room changes. (A quorum short of room keeps
-		// holding it back, so that what frees up adds up for it.)
+	if p.gangs.RefusedSinceRoomChanged(w.Key) {
+		// A filter refused it with the room as it is: it cannot use the room until the room
+		// changes. (A quorum short of room keeps holding it back, so that what frees up adds
+		// up for it.)
 		return false
 	}
 	if why := p.heldAtPreEnqueue(w.Pod); why != "" {
@@ -155,10 +154,10 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 			// another scheduler places): waiting on it could wait forever.
 			continue
 		}
-		if p.gangs.FailedSinceRoomChanged(w.Key) {
-			// Counted capacity says it fits, but its last attempt, with the room as it is,
-			// failed (a filter refused it): deferring to it and waking it up would only make
-			// the two gangs wake each other in a loop.
+		if p.gangs.RefusedSinceRoomChanged(w.Key) {
+			// Counted capacity says it fits, but a filter refused it with the room as it is:
+			// deferring to it and waking it up would only make the two gangs wake each other
+			// in a loop.
 			continue
 		}
 		if !p.gangs.Queued(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {

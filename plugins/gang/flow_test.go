@@ -117,7 +117,7 @@ func TestGangSchedulingFlow(t *testing.T) {
 	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code())
 	assert.Contains(t, st.Message(), "the PodGang needs")
 	assert.Equal(t, ledger.WaitNoRoom, p.ledger.Cause("ns/big"))
-	assert.True(t, p.gangs.FailedSinceRoomChanged("ns/big"))
+	assert.False(t, p.gangs.RefusedSinceRoomChanged("ns/big"), "short of room, not refused by a filter: it keeps its claim")
 
 	// A member lost at the barrier (its binding failed): every waiting member is rejected at
 	// once and the gang backs off.

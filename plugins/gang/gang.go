@@ -363,9 +363,20 @@ func (p *Plugin) whyNoNode(state fwk.CycleState, pod *v1.Pod, group string, stat
 	if nd := gangcache.NoDomainIn(state); nd != nil {
 		return nd.Reason, cmp.Or(nd.Cause, ledger.WaitNoDomain), true
 	}
+	// The first node's status, or rather the first that is not only "outside the gang's
+	// domain": the reason the domain's own nodes gave.
 	var st *fwk.Status
-	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil && len(all) > 0 {
-		st = statuses.Get(all[0].Node().Name)
+	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
+		for _, ni := range all {
+			s := statuses.Get(ni.Node().Name)
+			if st == nil {
+				st = s
+			}
+			if s != nil && s.Plugin() != pluginargs.TopologyPluginName {
+				st = s
+				break
+			}
+		}
 	}
 	if st == nil || len(st.Reasons()) == 0 {
 		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group), ledger.WaitNoRoom, false
@@ -504,7 +515,9 @@ func (p *Plugin) abandon(key string, f *ledger.Failure) {
 // it did not take the room.
 func (p *Plugin) unplaceable(key, reason, cause string) {
 	defer p.retryElastic()
-	p.gangs.SetFailedAt(key)
+	if cause == ledger.WaitFilterRejected {
+		p.gangs.SetRefused(key)
+	}
 	if p.ledger.Unplaceable(key, reason, cause) {
 		p.status.event(key, reason)
 	}

@@ -198,11 +198,11 @@ type gangState struct {
 	written Written
 	// told is when each event about the gang (by what it says) was last sent.
 	told map[string]time.Time
-	// ruledOut lists the domains a filter rejected since the room last changed; failedAt is
-	// the room version at its last failed attempt (failed: there was one).
-	ruledOut ruledOut
-	failedAt uint64
-	failed   bool
+	// ruledOut lists the domains a filter rejected since the room last changed; refusedAt is
+	// the room version when a filter last refused the gang (refused: one did).
+	ruledOut  ruledOut
+	refusedAt uint64
+	refused   bool
 }
 
 // QueueTime is where a gang sorts in the scheduling queue: At (the PodGang's creation, or its

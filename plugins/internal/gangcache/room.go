@@ -83,18 +83,20 @@ func (c *Cache) RuledOutDomains(key string, uid types.UID) []RuledOut {
 	return out
 }
 
-// SetFailedAt records that gang key's attempt failed with the cluster's room at its current
-// version.
-func (c *Cache) SetFailedAt(key string) {
+// SetRefused records that a filter plugin refused gang key (although counted capacity held
+// it), with the cluster's room at its current version.
+func (c *Cache) SetRefused(key string) {
 	version := c.RoomVersion()
-	c.update(key, true, func(e *entry) { e.failedAt, e.failed = version, true })
+	c.update(key, true, func(e *entry) { e.refusedAt, e.refused = version, true })
 }
 
-// FailedSinceRoomChanged reports whether gang key failed an attempt since the room last
-// changed: until it does, nothing suggests it would fit now, whatever counted capacity says.
-func (c *Cache) FailedSinceRoomChanged(key string) bool {
+// RefusedSinceRoomChanged reports whether a filter refused gang key since the room last
+// changed: until it does, counted capacity saying it fits means nothing. (A gang that failed
+// for lack of room is not told apart this way: the scheduler's snapshot may show a change a
+// moment after the room version moved, and such a gang must keep its claim on the room.)
+func (c *Cache) RefusedSinceRoomChanged(key string) bool {
 	version := c.RoomVersion()
-	failed := false
-	c.view(key, func(e *entry) { failed = e.failed && e.failedAt == version })
-	return failed
+	refused := false
+	c.view(key, func(e *entry) { refused = e.refused && e.refusedAt == version })
+	return refused
 }

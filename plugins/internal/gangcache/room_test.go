@@ -53,12 +53,12 @@ func TestLessonsExpireWhenTheRoomChanges(t *testing.T) {
 	assert.False(t, c.RuleOut("ns/g", "uid", d), "no news the second time")
 	assert.Equal(t, []RuledOut{d}, c.RuledOutDomains("ns/g", "uid"))
 	assert.Empty(t, c.RuledOutDomains("ns/g", "other-uid"), "a recreated PodGang starts afresh")
-	c.SetFailedAt("ns/g")
-	assert.True(t, c.FailedSinceRoomChanged("ns/g"))
-	assert.False(t, c.FailedSinceRoomChanged("ns/other"))
+	c.SetRefused("ns/g")
+	assert.True(t, c.RefusedSinceRoomChanged("ns/g"))
+	assert.False(t, c.RefusedSinceRoomChanged("ns/other"))
 
 	c.RoomChanged()
 	assert.Empty(t, c.RuledOutDomains("ns/g", "uid"))
-	assert.False(t, c.FailedSinceRoomChanged("ns/g"))
+	assert.False(t, c.RefusedSinceRoomChanged("ns/g"))
 	assert.True(t, c.RuleOut("ns/g", "uid", d), "news again after the room changed")
 }
