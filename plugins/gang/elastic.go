@@ -12,6 +12,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/order"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -29,9 +30,10 @@ import (
 // waits.
 
 // elasticWaits returns why the elastic member pod of gang key may not be placed now ("" when
-// it may): a waiting quorum of the same or a higher priority that could use the room.
+// it may): a waiting quorum ahead of its elastic tier (the same or a higher priority) that
+// could use the room.
 func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
-	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, gangcache.Only{}) {
+	for _, w := range p.gangs.WaitingAhead(p.entry(key, order.Elastic, pod), nil) {
 		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
@@ -39,6 +41,18 @@ func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo)
 			pod.Name, w.Key, w.Gang.Quorum.Progress())
 	}
 	return ""
+}
+
+// entry is where gang key's claim of tier stands in the order of claims on room (pod, a member,
+// gives its priority while no quorum member's is known).
+func (p *Plugin) entry(key string, tier order.Tier, pod *v1.Pod) order.Entry {
+	e, _ := p.gangs.Entry(key, tier, corev1helpers.PodPriority(pod))
+	return e
+}
+
+// quorumEntry is where gang key's quorum stands in the order.
+func (p *Plugin) quorumEntry(key string, pod *v1.Pod) order.Entry {
+	return p.entry(key, p.gangs.QuorumTier(key), pod)
 }
 
 // quorumWaits reports whether the waiting quorum w holds elastic pods back.
@@ -51,6 +65,12 @@ func (p *Plugin) quorumWaits(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) bool
 	}
 	if !p.gangs.Queued(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() {
 		// Neither in the queue nor found short of room by this scheduler.
+		return false
+	}
+	if p.gangs.RefusedSinceRoomChanged(w.Key) {
+		// A filter refused it with the room as it is: it cannot use the room until the room
+		// changes. (A quorum short of room keeps holding it back, so that what frees up adds
+		// up for it.)
 		return false
 	}
 	if why := p.heldAtPreEnqueue(w.Pod); why != "" {
@@ -87,13 +107,13 @@ func (p *Plugin) heldAtPreEnqueue(pod *v1.Pod) string {
 
 // Base quorums before scale-out. A scaled PodGang (a scaling-group replica beyond the group's
 // minAvailable, labelled with its base PodGang) is the PodCliqueSet replica's extra capacity: it
-// waits while the base PodGang of another replica of the same PodCliqueSet, of the same or a
-// higher priority, waits for its quorum and could use the room (as quorumWaits judges for
-// elastic pods). Without this, the scaled gangs of a replica placed first, ungated once their
-// base gang was, take room that arrives node by node while the next replica's base gang sits
-// out a back-off, and that replica gets nothing (upstream's GS-10 and GS-12: every replica's
-// minimum before any replica's scale-out). Base gangs never wait on scaled ones, so the order
-// cannot go round in a circle.
+// waits while a base PodGang of the same PodCliqueSet ahead of it in the order (order.ScaleOut
+// comes after order.Base) waits for its quorum and could use the room (as quorumWaits judges
+// for elastic pods). Without this, the scaled gangs of a replica placed first, ungated once
+// their base gang was, take room that arrives node by node while the next replica's base gang
+// sits out a back-off, and that replica gets nothing (upstream's GS-10 and GS-12: every
+// replica's minimum before any replica's scale-out). It waits only on gangs ahead of it, so
+// the waits cannot go round in a circle.
 
 // scaleOutWaits returns why gang key, a scaled PodGang starting an attempt, waits for a base
 // quorum of its PodCliqueSet ("" when it does not).
@@ -106,7 +126,7 @@ func (p *Plugin) scaleOutWaits(pod *v1.Pod, key string, g gangcache.Gang, nodeIn
 		return pg.Namespace == g.PodGang.Namespace && pg.Labels[common.LabelBasePodGang] == "" &&
 			pg.Labels[common.LabelPartOfKey] == labels[common.LabelPartOfKey]
 	}
-	for _, w := range p.gangs.WaitingQuorums(corev1helpers.PodPriority(pod), key, gangcache.Only{Gang: baseOfThisPCS}) {
+	for _, w := range p.gangs.WaitingAhead(p.entry(key, order.ScaleOut, pod), baseOfThisPCS) {
 		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
@@ -116,9 +136,9 @@ func (p *Plugin) scaleOutWaits(pod *v1.Pod, key string, g gangcache.Gang, nodeIn
 	return ""
 }
 
-// Quorums in queue order. A gang whose attempt starts lets a waiting quorum ahead of it in the
-// queue (a higher priority, or the same priority and older) go first when that quorum fits the
-// free room now: the scheduler's per-pod back-off can hold the older gang's pods back just when
+// Quorums in order. A gang whose attempt starts lets a waiting quorum strictly ahead of it in the
+// order of claims on room (plugins/internal/order) go first when that quorum fits the free room
+// now: the scheduler's per-pod back-off can hold the older gang's pods back just when
 // room appears, and a younger gang would take it. Only a few gangs ahead are looked at, and
 // none that backs off after a failed attempt of its own, so a gang never waits on one that
 // cannot be placed.
@@ -127,12 +147,17 @@ const aheadChecked = 4
 // quorumAheadFits returns why gang key, starting an attempt, lets another quorum go first
 // ("" when it does not).
 func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
-	prio := corev1helpers.PodPriority(pod)
 	checked := 0
-	for _, w := range p.gangs.WaitingQuorums(prio, key, gangcache.Only{Ahead: true}) {
+	for _, w := range p.gangs.WaitingAhead(p.quorumEntry(key, pod), nil) {
 		if _, _, backingOff := p.ledger.BackingOff(w.Key); backingOff || w.Gang.Quorum.Assumed() > 0 {
 			// Backing off, or mid-attempt (its members wait at the barrier, maybe for a pod
 			// another scheduler places): waiting on it could wait forever.
+			continue
+		}
+		if p.gangs.RefusedSinceRoomChanged(w.Key) {
+			// Counted capacity says it fits, but a filter refused it with the room as it is:
+			// deferring to it and waking it up would only make the two gangs wake each other
+			// in a loop.
 			continue
 		}
 		if !p.gangs.Queued(w.Key) && p.ledger.UnplaceableSince(w.Key).IsZero() || p.heldAtPreEnqueue(w.Pod) != "" {
@@ -150,13 +175,6 @@ func (p *Plugin) quorumAheadFits(pod *v1.Pod, key string, nodeInfos []fwk.NodeIn
 		}
 	}
 	return ""
-}
-
-// queuedBefore reports whether gang a sorts before gang b in the queue (same priority).
-func (p *Plugin) queuedBefore(a, b string) bool {
-	na, ga := splitKey(a)
-	nb, gb := splitKey(b)
-	return gangcache.Before(a, p.gangs.QueueTime(na, ga), b, p.gangs.QueueTime(nb, gb))
 }
 
 // fitsDomains reports whether the gang's remaining quorum fits its required domains, on the

@@ -8,6 +8,7 @@
 package gang
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -261,10 +262,10 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 				p.gangs.AddElastic(key)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
 			}
-			if reason := p.wholeGangFits(pod, key, g.Quorum, nodeInfos); reason != "" {
+			if reason, cause := p.shortOfRoom(pod, key, g.Quorum, nodeInfos); reason != "" {
 				reason += p.reserveIfStarving(pod, key, g, nodeInfos)
 				p.gangs.SetScout(key, pod.UID)
-				p.unplaceable(key, reason)
+				p.unplaceable(key, reason, cause)
 				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
 			}
 		}
@@ -278,6 +279,13 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 // not share nodes).
 // Nodes reserved for another, starving gang are not counted.
 func (p *Plugin) wholeGangFits(pod *v1.Pod, key string, q ledger.Quorum, nodeInfos []fwk.NodeInfo) string {
+	reason, _ := p.shortOfRoom(pod, key, q, nodeInfos)
+	return reason
+}
+
+// shortOfRoom is wholeGangFits with the reason as data too: ledger.WaitReservedForOther when
+// nodes reserved for another gang were left out, else ledger.WaitNoRoom.
+func (p *Plugin) shortOfRoom(pod *v1.Pod, key string, q ledger.Quorum, nodeInfos []fwk.NodeInfo) (reason, cause string) {
 	demands, classes := p.gangs.Demands(key, pod, q.Names(), q.Remaining())
 	r, prio, now := p.gangs.Reservation(), corev1helpers.PodPriority(pod), time.Now()
 	// Nodes are looked at only until the gang fits: in a cluster with room, a handful.
@@ -285,7 +293,7 @@ func (p *Plugin) wholeGangFits(pod *v1.Pod, key string, q ledger.Quorum, nodeInf
 	reserved := 0
 	for _, ni := range nodeInfos {
 		if fitter.Done() {
-			return ""
+			return "", ""
 		}
 		node := ni.Node()
 		if r.Excludes(key, prio, node.Name, now) {
@@ -298,13 +306,14 @@ func (p *Plugin) wholeGangFits(pod *v1.Pod, key string, q ledger.Quorum, nodeInf
 		}
 	}
 	if fitter.Done() {
-		return ""
+		return "", ""
 	}
-	reason := fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, fitter.Placed())
+	reason = fmt.Sprintf("the PodGang needs %s; the nodes it may use fit %d", demands, fitter.Placed())
 	if reserved > 0 {
 		reason += fmt.Sprintf(" (%d nodes are reserved for PodGang %s, which waits longer)", reserved, r.Key)
+		return reason, ledger.WaitReservedForOther
 	}
-	return reason
+	return reason, ledger.WaitNoRoom
 }
 
 // PreFilterExtensions is not needed: the gang check does not depend on single pods.
@@ -330,7 +339,7 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	if !found {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	why, noDomain := p.whyNoNode(state, pod, s.group, statuses)
+	why, cause, noDomain := p.whyNoNode(state, pod, s.group, statuses)
 	if f := p.ledger.NoNode(s.key, s.group, s.epoch, g.Quorum, why); f != nil {
 		p.abandon(s.key, f)
 	} else if g.Quorum.Assumed() == 0 {
@@ -342,26 +351,52 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 			}
 			p.gangs.SetScout(s.key, pod.UID)
 		}
-		p.unplaceable(s.key, why)
+		p.unplaceable(s.key, why, cause)
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable, why)
 }
 
-// whyNoNode phrases a member's failure in gang terms. A gang no domain can hold (told in the
-// cycle state, gangcache.NoDomainKey) is already a reason about the whole gang and is passed on
-// as it is; noDomain tells it apart.
-func (p *Plugin) whyNoNode(state fwk.CycleState, pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) (why string, noDomain bool) {
+// whyNoNode phrases a member's failure in gang terms, and as data (cause, a ledger.Wait*
+// constant). A gang no domain can hold (told in the cycle state, gangcache.NoDomainKey) is
+// already a reason about the whole gang and is passed on as it is; noDomain tells it apart.
+func (p *Plugin) whyNoNode(state fwk.CycleState, pod *v1.Pod, group string, statuses fwk.NodeToStatusReader) (why, cause string, noDomain bool) {
 	if nd := gangcache.NoDomainIn(state); nd != nil {
-		return nd.Reason, true
+		return nd.Reason, cmp.Or(nd.Cause, ledger.WaitNoDomain), true
 	}
+	// The first node's status, or rather the first that is not only "outside the gang's
+	// domain": the reason the domain's own nodes gave.
 	var st *fwk.Status
-	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil && len(all) > 0 {
-		st = statuses.Get(all[0].Node().Name)
+	if all, err := p.handle.SnapshotSharedLister().NodeInfos().List(); err == nil {
+		for _, ni := range all {
+			s := statuses.Get(ni.Node().Name)
+			if st == nil {
+				st = s
+			}
+			if s != nil && s.Plugin() != pluginargs.TopologyPluginName {
+				st = s
+				break
+			}
+		}
 	}
 	if st == nil || len(st.Reasons()) == 0 {
-		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group), false
+		return fmt.Sprintf("pod %s of PodGroup %q fits no node", pod.Name, group), ledger.WaitNoRoom, false
 	}
-	return fmt.Sprintf("pod %s of PodGroup %q fits no node (first node: %s)", pod.Name, group, st.Message()), false
+	return fmt.Sprintf("pod %s of PodGroup %q fits no node (first node: %s)", pod.Name, group, st.Message()), filterCause(st.Plugin()), false
+}
+
+// filterCause is the wait cause of a member rejected by filter plugin.
+func filterCause(plugin string) string {
+	switch plugin {
+	case "", "NodeResourcesFit":
+		return ledger.WaitNoRoom
+	case Name:
+		return ledger.WaitReservedForOther
+	case pluginargs.DRAPluginName, "DynamicResources":
+		return ledger.WaitDRA
+	case pluginargs.TopologyPluginName:
+		return ledger.WaitNoDomain
+	}
+	return ledger.WaitFilterRejected
 }
 
 // Reserve counts the member as holding its node. The first member of an attempt pulls the
@@ -468,14 +503,22 @@ func (p *Plugin) abandon(key string, f *ledger.Failure) {
 			p.activate(p.gangs.Pending(key))
 		}
 	})
-	p.unplaceable(key, f.Reason)
+	cause := ledger.WaitBinding
+	if f.Cause == ledger.CauseNoNode {
+		cause = ledger.WaitNoRoom
+	}
+	p.unplaceable(key, f.Reason, cause)
 }
 
-// unplaceable records why the gang is not placed: on its status always, as an event once.
-// Gangs that let it go first are retried: it did not take the room.
-func (p *Plugin) unplaceable(key, reason string) {
+// unplaceable records why the gang is not placed (cause: the same as data, a ledger.Wait*
+// constant): on its status always, as an event once. Gangs that let it go first are retried:
+// it did not take the room.
+func (p *Plugin) unplaceable(key, reason, cause string) {
 	defer p.retryElastic()
-	if p.ledger.Unplaceable(key, reason) {
+	if cause == ledger.WaitFilterRejected {
+		p.gangs.SetRefused(key)
+	}
+	if p.ledger.Unplaceable(key, reason, cause) {
 		p.status.event(key, reason)
 	}
 	p.status.enqueue(key)

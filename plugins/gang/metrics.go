@@ -1,6 +1,8 @@
 package gang
 
 import (
+	"cmp"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -10,8 +12,9 @@ import (
 	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 )
 
-// observe feeds why the gang waits (from the status the writer wants) to the metrics.
-func observe(key string, d desiredStatus) {
+// observe feeds why the gang waits to the metrics: the status the writer wants, and for an
+// unplaceable gang the cause the ledger recorded with its reason (never the reason's words).
+func observe(key string, d desiredStatus, cause string) {
 	if d.condition == nil {
 		return
 	}
@@ -23,7 +26,7 @@ func observe(key string, d desiredStatus) {
 	case common.ReasonWaitingForPods:
 		schedmetrics.SetWaiting(key, schedmetrics.ReasonQuorumMissing)
 	case common.ReasonUnschedulable:
-		schedmetrics.SetWaiting(key, schedmetrics.Classify(d.condition.Message))
+		schedmetrics.SetWaiting(key, cmp.Or(cause, schedmetrics.ReasonNoRoom))
 	default:
 		schedmetrics.SetWaiting(key, schedmetrics.ReasonBinding)
 	}

@@ -138,19 +138,3 @@ func TestLessAllocatesNothing(t *testing.T) {
 	a, b := queued(t, "a-w-0", "a", "w", 0, 0), queued(t, "plain", "", "", 0, time.Second)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { p.Less(a, b); p.Less(b, a) }))
 }
-
-func TestQueuedBeforeFollowsTheQueueOrderOfGangs(t *testing.T) {
-	p := &Plugin{gangs: &gangcache.Shared{Cache: gangcache.New()}}
-	p.gangs.SetQueueTime("ns/old", t0, false)
-	p.gangs.SetQueueTime("ns/young", t0.Add(time.Second), false)
-	p.gangs.SetQueueTime("ns/twin-a", t0.Add(time.Second), false)
-	p.gangs.Arrive("ns/twin-a", t0.Add(2*time.Second))
-	p.gangs.Arrive("ns/young", t0.Add(3*time.Second))
-	p.gangs.SetQueueTime("ns/b", t0.Add(5*time.Second), false)
-	p.gangs.SetQueueTime("ns/a", t0.Add(5*time.Second), false)
-	assert.True(t, p.queuedBefore("ns/old", "ns/young"), "older PodGang first")
-	assert.False(t, p.queuedBefore("ns/young", "ns/old"))
-	assert.True(t, p.queuedBefore("ns/twin-a", "ns/young"), "same second: the one whose members arrived first")
-	assert.True(t, p.queuedBefore("ns/a", "ns/b"), "then by name")
-	assert.False(t, p.queuedBefore("ns/unknown", "ns/young"), "a gang not seen yet is ahead of nobody")
-}

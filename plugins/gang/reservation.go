@@ -15,6 +15,7 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
+	"github.com/ai-dynamo/grove/plugins/internal/order"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -39,9 +40,9 @@ func (p *Plugin) reserveIfStarving(pod *v1.Pod, key string, g gangcache.Gang, no
 		p.release(key)
 		return ""
 	}
-	prio := corev1helpers.PodPriority(pod)
-	r := &gangcache.Reservation{Key: key, Priority: prio, Since: since, Nodes: nodes,
-		Expires: now.Add(delay + p.args.MaxBackoff.Duration), Yields: p.reservationYields(key, prio)}
+	holder := p.quorumEntry(key, pod)
+	r := &gangcache.Reservation{Key: key, Priority: holder.Priority, Since: since, Nodes: nodes,
+		Expires: now.Add(delay + p.args.MaxBackoff.Duration), Yields: p.reservationYields(holder)}
 	if !p.gangs.Reserve(r, now) {
 		return ""
 	}
@@ -118,17 +119,18 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 	return nodes
 }
 
-// reservationYields lets the waiting quorums that queue ahead of gang holder (same priority,
-// older) use its reserved nodes: the reservation is there so that gangs arriving later do not
-// starve it, not to leave nodes idle that a gang waiting longer in the queue could use now.
-// Elastic pods of gangs whose quorum holds nodes still keep off.
-func (p *Plugin) reservationYields(holder string, holderPrio int32) func(string, int32) bool {
+// reservationYields lets the waiting quorums ahead of the holder in the order of claims on room
+// use its reserved nodes: the reservation is there so that gangs behind it do not starve it,
+// not to leave nodes idle that a gang ahead of it could use now. Elastic members of gangs whose
+// quorum holds nodes still keep off.
+func (p *Plugin) reservationYields(holder order.Entry) func(string, int32) bool {
 	return func(key string, prio int32) bool {
-		if prio != holderPrio || !p.queuedBefore(key, holder) {
+		g, ok := p.gangs.Get(key)
+		if !ok || g.Quorum.Missing() != "" || g.Quorum.Held() {
 			return false
 		}
-		g, ok := p.gangs.Get(key)
-		return ok && g.Quorum.Missing() == "" && !g.Quorum.Held()
+		e, _ := p.gangs.Entry(key, p.gangs.QuorumTier(key), prio)
+		return order.Before(e, holder)
 	}
 }
 

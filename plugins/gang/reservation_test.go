@@ -21,6 +21,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/order"
 )
 
 // activations records the pods the plugin hands back to the scheduling queue.
@@ -66,8 +67,16 @@ func addGang(p *Plugin, name string, minReplicas, prio int32, bound, pending int
 	return pods
 }
 
-// A reservation holds back gangs that came after its gang, not waiting quorums that queue ahead
-// of it: those may use the reserved nodes now rather than leave them idle.
+// setCreated gives PodGang key a creation time: its age in the order of claims on room.
+func setCreated(p *Plugin, key string, at time.Time) {
+	g, _ := p.gangs.Get(key)
+	pg := g.PodGang.DeepCopy()
+	pg.CreationTimestamp = metav1.NewTime(at)
+	p.gangs.UpsertPodGang(pg)
+}
+
+// A reservation holds back gangs behind its gang in the order of claims on room, not waiting
+// quorums ahead of it: those may use the reserved nodes now rather than leave them idle.
 func TestReservationYieldsToWaitingQuorumsAheadOfIt(t *testing.T) {
 	p, _ := testPlugin(t)
 	addGang(p, "holder", 4, 0, 0, 4)
@@ -78,11 +87,12 @@ func TestReservationYieldsToWaitingQuorumsAheadOfIt(t *testing.T) {
 	addGang(p, "older-low", 2, -1, 0, 2)
 	for key, at := range map[string]time.Duration{"ns/holder": time.Second, "ns/older": 0, "ns/younger": 2 * time.Second,
 		"ns/older-elastic": 0, "ns/older-incomplete": 0, "ns/older-low": 0} {
-		p.setQueueTime(key, t0.Add(at))
+		setCreated(p, key, t0.Add(at))
 	}
 	now := time.Now()
+	holder, _ := p.gangs.Entry("ns/holder", order.Base, 0)
 	r := &gangcache.Reservation{Key: "ns/holder", Priority: 0, Since: now, Nodes: sets.New("n1"), Expires: now.Add(time.Hour),
-		Yields: p.reservationYields("ns/holder", 0)}
+		Yields: p.reservationYields(holder)}
 	tests := []struct {
 		key      string
 		prio     int32

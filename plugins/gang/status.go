@@ -216,7 +216,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	d := w.desired(g)
-	observe(key, d)
+	observe(key, d, w.ledger.Cause(key))
 	if d.condition == nil {
 		if after, ok := waitingForPodsAfter(g, w.now()); ok && after > 0 {
 			// Look again once the pods had time to appear.

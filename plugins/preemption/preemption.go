@@ -43,6 +43,7 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
+	"github.com/ai-dynamo/grove/plugins/internal/order"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -177,8 +178,7 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 		return nil, fwk.AsStatus(err)
 	}
 	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), remaining)
-	preemptor := preemptorInfo{key: key, what: "PodGang " + key, pod: pod, priority: corev1helpers.PodPriority(pod),
-		gang: gangRef(g.PodGang.Namespace, g.PodGang.Name, g.PodGang.UID)}
+	preemptor := p.gangPreemptor(key, pod, g)
 	prob := Problem{Demand: demands, Tree: placement.NewTree(&g.PodGang.Spec), Held: p.gangs.HeldNodes(key),
 		DomainKey: g.PodGang.Spec.TopologyConstraint.Required()}
 	if prob.DomainKey == "" {
@@ -199,6 +199,16 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 	prob.Units = units
 	release(prob.Nodes, freeing)
 	return p.decide(ctx, nil, preemptor, prob, unitPods, false)
+}
+
+// gangPreemptor describes gang key preempting. It preempts with its priority in the order of
+// claims on room — the lowest of its quorum's members — not the priority of the member that
+// happens to be attempted: one small high-priority pod must not let three big low-priority
+// ones evict a gang that outranks them.
+func (p *Plugin) gangPreemptor(key string, pod *v1.Pod, g gangcache.Gang) preemptorInfo {
+	e, _ := p.gangs.Entry(key, order.Base, corev1helpers.PodPriority(pod))
+	return preemptorInfo{key: key, what: "PodGang " + key, pod: pod, priority: e.Priority,
+		gang: gangRef(g.PodGang.Namespace, g.PodGang.Name, g.PodGang.UID)}
 }
 
 // preemptForPod: DefaultPreemption against pods outside gangs first; if that cannot help,

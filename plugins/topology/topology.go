@@ -12,19 +12,23 @@ package topology
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/ai-dynamo/grove/pkg/api/pluginargs"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
+	"github.com/ai-dynamo/grove/plugins/internal/nodes"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -123,7 +127,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	if unfit != nil {
 		// The gang plugin's PostFilter reads this: the whole gang has no domain.
-		state.Write(gangcache.NoDomainKey, &gangcache.NoDomain{Reason: unfit.Error()})
+		state.Write(gangcache.NoDomainKey, &gangcache.NoDomain{Reason: unfit.Error(), Cause: unfit.Cause()})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unfit.Error())
 	}
 	s := &cycleState{key: key, uid: g.PodGang.UID, required: plan.Required(group), shape: capacity.PodShape(pod)}
@@ -174,9 +178,13 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		count[group] = 1
 	}
 	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), count)
-	demand := make(map[string]capacity.Demand, len(demands))
-	for _, d := range demands {
-		demand[d.Group] = d
+	demand := byGroup(demands)
+	// The other PodGangs of its group (a PodCliqueSet replica) pin the domain they share; while
+	// none of them holds a node, this gang chooses that domain for all of them.
+	shared, sharedBy := p.gangs.SharedNodes(key)
+	var companions []placement.Companion
+	if len(shared) == 0 && tree.Root.ID == placement.SharedSetID && tree.Root.Required != "" {
+		companions = p.companions(key, pod, classes)
 	}
 	// The DRA plugin keeps the choice to domains that offer the gang's devices and pins it to
 	// where devices its members share already are.
@@ -203,20 +211,109 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	for group, anchors := range devices.Anchors {
 		held[group] = append(held[group], anchors...)
 	}
-	// The other PodGangs of its group (a PodCliqueSet replica) pin the domain they share.
-	shared, sharedBy := p.gangs.SharedNodes(key)
-	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy})
+	var ruledOut map[placement.Choice][]string
+	for _, r := range p.gangs.RuledOutDomains(key, g.PodGang.UID) {
+		if ruledOut == nil {
+			ruledOut = map[placement.Choice][]string{}
+		}
+		ruledOut[r.Choice] = r.By
+	}
+	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
+		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
 }
 
-// PostFilter: a member narrowed to its preferred domain fit none of its nodes, so the gang's
-// preference is not worth a failed attempt again; its next attempts search every node.
-func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if s := readState(state); s != nil && s.narrowed {
+// companions are the other PodGangs of gang key's group as the shared domain choice counts
+// them (at quorum and at full size), base first; their classes join the gang's, so that the
+// nodes' masks, computed afterwards, tell all of them apart.
+func (p *Plugin) companions(key string, pod *v1.Pod, classes *nodes.Classes) []placement.Companion {
+	var out []placement.Companion
+	for _, gg := range p.gangs.GroupGangs(key) {
+		names := make([]string, len(gg.PodGang.Spec.PodGroups))
+		for i, pg := range gg.PodGang.Spec.PodGroups {
+			names[i] = pg.Name
+		}
+		out = append(out, placement.Companion{Tree: placement.NewTree(&gg.PodGang.Spec),
+			Quorum: byGroup(p.gangs.DemandsWith(classes, gg.Key, pod, names, gg.Quorum)),
+			Full:   byGroup(p.gangs.DemandsWith(classes, gg.Key, pod, names, gg.Full))})
+	}
+	return out
+}
+
+func byGroup(demands capacity.Demands) map[string]capacity.Demand {
+	out := make(map[string]capacity.Demand, len(demands))
+	for _, d := range demands {
+		out[d.Group] = d
+	}
+	return out
+}
+
+// PostFilter: a member fit no node of its gang's domain.
+//
+// Narrowed to its preferred domain, the gang's preference is not worth a failed attempt again:
+// its next attempts search every node.
+//
+// Otherwise, when a filter plugin other than the resource fit rejected every node of the
+// member's innermost required domain, counted capacity chose a domain the real filters refuse
+// (anti-affinity, ports, volumes...): the domain is ruled out for the gang until the room
+// changes, and the gang is tried again at once in the next candidate domain (each domain at
+// most once per room change, so this cannot loop).
+func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	s := readState(state)
+	switch {
+	case s == nil:
+	case s.narrowed:
 		p.gangs.MissPreference(s.key, s.uid)
+	case len(s.required) > 0:
+		if d, ok := p.ruledOut(s, pod, statuses); ok && p.gangs.RuleOut(s.key, s.uid, d) {
+			if pending := p.gangs.Pending(s.key); len(pending) > 0 {
+				m := make(map[string]*v1.Pod, len(pending))
+				for _, pp := range pending {
+					m[pp.Namespace+"/"+pp.Name] = pp
+				}
+				p.handle.Activate(klog.Background(), m)
+			}
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("%s %q is ruled out for the gang by %s; the next domain is tried",
+				placement.DomainNoun(d.Key), d.Value, strings.Join(d.By, ", ")))
+		}
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
+}
+
+// countedAlready are the plugins whose rejections the domain choice already counted, not a
+// reason to rule a domain out: the in-tree resource fit (capacity), and Grove's own plugins
+// (this one's domains, the gang plugin's reservations, the DRA plugin's devices, which it
+// advises the choice on).
+var countedAlready = map[string]bool{"": true, "NodeResourcesFit": true, Name: true,
+	pluginargs.GangPluginName: true, pluginargs.DRAPluginName: true, pluginargs.GangPreemptionPluginName: true}
+
+// ruledOut returns the member's innermost required domain when filter plugins other than the
+// resource fit rejected every one of its nodes.
+func (p *Plugin) ruledOut(s *cycleState, pod *v1.Pod, statuses fwk.NodeToStatusReader) (gangcache.RuledOut, bool) {
+	_, group, _ := gangcache.GangKey(pod)
+	gp := p.gangs.Plan(s.key)
+	if gp.Plan == nil {
+		return gangcache.RuledOut{}, false
+	}
+	allowed := gp.Plan.AllowedNodes(group)
+	if allowed.Len() == 0 {
+		return gangcache.RuledOut{}, false
+	}
+	by := sets.New[string]()
+	for name := range allowed {
+		st := statuses.Get(name)
+		if st == nil || st.IsSuccess() {
+			return gangcache.RuledOut{}, false
+		}
+		if plugin := st.Plugin(); !countedAlready[plugin] {
+			by.Insert(plugin)
+		}
+	}
+	if by.Len() == 0 {
+		return gangcache.RuledOut{}, false
+	}
+	return gangcache.RuledOut{Choice: s.required[len(s.required)-1], By: sets.List(by)}, true
 }
 
 // PreFilterExtensions is not needed: domains do not depend on single pods.

@@ -26,9 +26,10 @@
 package gangcache
 
 import (
-	"sort"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -40,6 +41,7 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 	"github.com/ai-dynamo/grove/plugins/internal/nodes"
+	"github.com/ai-dynamo/grove/plugins/internal/order"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -133,6 +135,8 @@ type Template struct {
 	Shape capacity.Resources
 	// Rules are its hard node rules.
 	Rules nodes.Rules
+	// Priority is its priority.
+	Priority int32
 }
 
 // creationTime is when pod was created; now for a pod without a creation timestamp (never one
@@ -146,7 +150,7 @@ func creationTime(pod *v1.Pod) time.Time {
 
 // TemplateOf is pod's Template.
 func TemplateOf(pod *v1.Pod) Template {
-	return Template{Shape: capacity.PodShape(pod), Rules: nodes.RulesOf(pod)}
+	return Template{Shape: capacity.PodShape(pod), Rules: nodes.RulesOf(pod), Priority: podPriority(pod)}
 }
 
 // entry is a gang's one record. Cache.mu guards every field.
@@ -194,6 +198,11 @@ type gangState struct {
 	written Written
 	// told is when each event about the gang (by what it says) was last sent.
 	told map[string]time.Time
+	// ruledOut lists the domains a filter rejected since the room last changed; refusedAt is
+	// the room version when a filter last refused the gang (refused: one did).
+	ruledOut  ruledOut
+	refusedAt uint64
+	refused   bool
 }
 
 // QueueTime is where a gang sorts in the scheduling queue: At (the PodGang's creation, or its
@@ -201,21 +210,6 @@ type gangState struct {
 // reached the queue; zero until then).
 type QueueTime struct {
 	At, Arrival time.Time
-}
-
-// Before reports whether gang a, queued at qa, sorts before gang b, queued at qb, among gangs
-// of one priority (the gang plugin's queue order): the earlier At, then the earlier Arrival,
-// then the key. A gang not yet seen (zero At) sorts before none.
-func Before(a string, qa QueueTime, b string, qb QueueTime) bool {
-	switch {
-	case qa.At.IsZero() || qb.At.IsZero():
-		return false
-	case !qa.At.Equal(qb.At):
-		return qa.At.Before(qb.At)
-	case !qa.Arrival.Equal(qb.Arrival):
-		return !qa.Arrival.IsZero() && (qb.Arrival.IsZero() || qa.Arrival.Before(qb.Arrival))
-	}
-	return a < b
 }
 
 // Plan is the topology plugin's placement of a gang attempt, kept for the attempt's later
@@ -250,6 +244,8 @@ type Cache struct {
 	handler Handler
 	advisor DeviceAdvisor
 	reservations
+	// room counts the changes that may add room (RoomChanged).
+	room atomic.Uint64
 }
 
 // New returns an empty cache; Profiles.For wires one to informers.
@@ -842,48 +838,29 @@ func (c *Cache) SharedNodes(key string) (nodes []string, by string) {
 // but not held: some PodGroup has fewer than minReplicas members with a node.
 type Waiting struct {
 	Key string
-	// Priority is its members' priority.
-	Priority int32
+	// Entry is where its quorum stands in the order of claims on room.
+	Entry order.Entry
 	// Gang is the gang as Get reads it; Pod one of its members without a node.
 	Gang Gang
 	Pod  *v1.Pod
 }
 
-// Only narrows WaitingQuorums. Its zero value passes every waiting gang.
-type Only struct {
-	// Ahead keeps only the gangs that sort before the asking one in the queue (a higher
-	// priority, or its priority and queued before it): a gang that starts an attempt asks only
-	// about the few gangs ahead of it, and with thousands of gangs waiting, reading every one's
-	// members at every attempt cost quadratic time (a tenth of the scheduler's CPU with 1875
-	// gangs of 8 on 5000 nodes), so those that cannot be ahead are passed over on their queue
-	// time and highest member priority alone.
-	Ahead bool
-	// Gang, when set, keeps only the PodGangs it accepts; it is asked before their members are
-	// read.
-	Gang func(*v1alpha1.PodGang) bool
-}
-
-// WaitingQuorums lists the gangs other than except, of priority prio or higher, that wait for
-// their quorum and pass only: highest priority first, then by key.
-func (c *Cache) WaitingQuorums(prio int32, except string, only Only) []Waiting {
-	aheadOnly := only.Ahead
+// WaitingAhead lists the gangs whose quorum waits and stands strictly ahead of self in the
+// order of claims on room (order.Before), most urgent first; only, when set, keeps the PodGangs
+// it accepts (asked before their members are read). These are the only gangs self may wait
+// for. With thousands of gangs waiting, each is passed over on its highest member priority
+// before its entry is computed.
+func (c *Cache) WaitingAhead(self order.Entry, only func(*v1alpha1.PodGang) bool) []Waiting {
 	c.mu.RLock()
-	var keys []string
+	var out []Waiting
 	var pods []*v1.Pod
-	var exceptQueue QueueTime
-	if e := c.gangs[except]; e != nil {
-		exceptQueue = e.queue
-	}
 	for key, e := range c.waiting {
-		if key == except || e.podGang == nil || !e.quorumPresent || e.topPriority < prio ||
-			only.Gang != nil && !only.Gang(e.podGang) {
+		if key == self.Key || e.podGang == nil || !e.quorumPresent || e.quorumHeld || e.topPriority < self.Priority ||
+			only != nil && !only(e.podGang) {
 			continue
 		}
-		queuedAhead := aheadOnly && Before(key, e.queue, except, exceptQueue)
-		if aheadOnly && !queuedAhead && e.topPriority == prio {
-			continue // neither queued ahead nor of a higher priority
-		}
-		if e.quorumHeld {
+		entry := e.orderEntry(key, tierOf(e.podGang), e.topPriority)
+		if !order.Before(entry, self) {
 			continue
 		}
 		var pod *v1.Pod
@@ -893,25 +870,65 @@ func (c *Cache) WaitingQuorums(prio int32, except string, only Only) []Waiting {
 				break
 			}
 		}
-		if pod == nil || podPriority(pod) < prio || aheadOnly && !queuedAhead && podPriority(pod) == prio {
+		if pod == nil {
 			continue
 		}
-		keys, pods = append(keys, key), append(pods, pod)
+		out, pods = append(out, Waiting{Key: key, Entry: entry}), append(pods, pod)
 	}
 	c.mu.RUnlock()
-	out := make([]Waiting, 0, len(keys))
-	for i, key := range keys {
-		if g, ok := c.Get(key); ok {
-			out = append(out, Waiting{Key: key, Priority: podPriority(pods[i]), Gang: g, Pod: pods[i]})
+	kept := out[:0]
+	for i, w := range out {
+		if g, ok := c.Get(w.Key); ok {
+			w.Gang, w.Pod = g, pods[i]
+			kept = append(kept, w)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Priority != out[j].Priority {
-			return out[i].Priority > out[j].Priority
+	slices.SortFunc(kept, func(a, b Waiting) int { return order.Compare(a.Entry, b.Entry) })
+	return kept
+}
+
+// Entry is where gang key's claim of tier stands in the order of claims on room; fallback is
+// its priority while no quorum member's is known. ok is false while its PodGang is unknown.
+func (c *Cache) Entry(key string, tier order.Tier, fallback int32) (order.Entry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil || e.podGang == nil {
+		return order.Entry{Key: key, Priority: fallback, Tier: tier}, false
+	}
+	return e.orderEntry(key, tier, fallback), true
+}
+
+// QuorumTier is the tier of gang key's quorum: Base, or ScaleOut for a scaled PodGang.
+func (c *Cache) QuorumTier(key string) order.Tier {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e := c.gangs[key]; e != nil && e.podGang != nil {
+		return tierOf(e.podGang)
+	}
+	return order.Base
+}
+
+// orderEntry computes the record's order.Entry; c.mu is held and e.podGang is set.
+func (e *entry) orderEntry(key string, tier order.Tier, fallback int32) order.Entry {
+	groups := make([]order.GroupPriority, 0, len(e.podGang.Spec.PodGroups))
+	for _, pg := range e.podGang.Spec.PodGroups {
+		gp := order.GroupPriority{Min: pg.MinReplicas}
+		if g := e.groups[pg.Name]; g != nil && g.hasTemplate {
+			gp.Priority, gp.Known = g.template.Priority, true
 		}
-		return out[i].Key < out[j].Key
-	})
-	return out
+		groups = append(groups, gp)
+	}
+	return order.Entry{Key: key, Priority: order.QuorumPriority(groups, fallback), Tier: tier,
+		Created: e.podGang.CreationTimestamp.Time, Arrival: e.queue.Arrival}
+}
+
+// tierOf is the tier of a PodGang's quorum: a scaled PodGang names its base PodGang.
+func tierOf(pg *v1alpha1.PodGang) order.Tier {
+	if pg.Labels[common.LabelBasePodGang] != "" {
+		return order.ScaleOut
+	}
+	return order.Base
 }
 
 // updateQuorumHeld recomputes quorumHeld after a change of the PodGang or of a member.

@@ -15,6 +15,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/order"
 )
 
 const key = "ns/g"
@@ -326,28 +327,24 @@ func TestWaitingQuorumsAreGangsWithTheirQuorumPresentButNotPlaced(t *testing.T) 
 		}
 		return out
 	}
-	got := c.WaitingQuorums(10, "ns/placed", Only{})
+	self := func(key string, prio int32) order.Entry {
+		return order.Entry{Key: key, Priority: prio, Tier: order.Elastic}
+	}
+	got := c.WaitingAhead(self("ns/placed", 10), nil)
 	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(got),
-		"highest priority first; not a gang with its quorum missing, placed, assumed or of a lower priority")
-	assert.Equal(t, int32(100), got[0].Priority)
+		"most urgent first; not a gang with its quorum missing, placed, assumed or of a lower priority")
+	assert.Equal(t, int32(100), got[0].Entry.Priority)
 	assert.Contains(t, []string{"w1", "w2"}, got[1].Pod.Name, "a member without a node stands for the gang")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{})), "never the asking gang itself")
-	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingQuorums(0, "", Only{})))
-	assert.Equal(t, []string{"ns/waits"}, keys(c.WaitingQuorums(0, "", Only{Gang: func(pg *v1alpha1.PodGang) bool { return pg.Name == "waits" }})),
-		"only the PodGangs Gang accepts")
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingAhead(self("ns/waits", 10), nil)), "never the asking gang itself")
+	assert.Equal(t, []string{"ns/urgent", "ns/waits", "ns/low"}, keys(c.WaitingAhead(self("", 0), nil)))
+	assert.Equal(t, []string{"ns/waits"}, keys(c.WaitingAhead(self("", 0), func(pg *v1alpha1.PodGang) bool { return pg.Name == "waits" })),
+		"only the PodGangs only accepts")
 
-	// Ahead of a gang: a higher priority, or its priority and queued before it.
-	at := time.Unix(1000, 0)
-	c.SetQueueTime("ns/waits", at, false)
-	c.SetQueueTime("ns/low", at.Add(time.Second), false)
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{Ahead: true})), "urgent outranks waits; low is below prio")
-	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(1, "ns/low", Only{Ahead: true})),
-		"waits outranks low; urgent too")
-	c.SetQueueTime("ns/later", at.Add(2*time.Second), false)
-	gangOf("later", 1)
-	c.UpsertPod(member("later", "x1", 10))
-	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingQuorums(10, "ns/later", Only{Ahead: true})), "waits queued before later, at the same priority")
-	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingQuorums(10, "ns/waits", Only{Ahead: true})), "later queued after waits is not ahead of it")
+	// Ahead of a quorum: a higher priority, or its priority and an older PodGang.
+	quorum, _ := c.Entry("ns/waits", order.Base, 0)
+	assert.Equal(t, []string{"ns/urgent"}, keys(c.WaitingAhead(quorum, nil)), "urgent outranks waits; low is below it")
+	low, _ := c.Entry("ns/low", order.Base, 0)
+	assert.Equal(t, []string{"ns/urgent", "ns/waits"}, keys(c.WaitingAhead(low, nil)), "waits outranks low; urgent too")
 }
 
 // TestWaitingQuorumsFollowPlacementChanges: whether a gang holds its quorum is kept with its
@@ -379,7 +376,7 @@ func TestWaitingQuorumsFollowPlacementChanges(t *testing.T) {
 		c.mu.RUnlock()
 		assert.Equal(t, want, got, "the waiting index")
 		var out []string
-		for _, w := range c.WaitingQuorums(0, "", Only{}) {
+		for _, w := range c.WaitingAhead(order.Entry{Tier: order.Elastic}, nil) {
 			out = append(out, w.Key)
 		}
 		return out

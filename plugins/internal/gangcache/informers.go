@@ -116,6 +116,31 @@ func (ps *Profiles) For(ctx context.Context, h fwk.Handle) (*Shared, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Room changes (RoomChanged): a pod that held a node deleted, a node added or opened.
+	if _, err := h.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+				c.RoomChanged()
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.RoomChanged() },
+		UpdateFunc: func(oldObj, newObj any) {
+			oldNode, ok1 := oldObj.(*v1.Node)
+			newNode, ok2 := newObj.(*v1.Node)
+			if ok1 && ok2 && NodeRoomChanged(oldNode, newNode) {
+				c.RoomChanged()
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
 	s := &Shared{Cache: c, Client: client, synced: podGangs.HasSynced}
 	ps.byHandle[h] = s
 	go podGangs.RunWithContext(ctx)

@@ -189,8 +189,8 @@ const NoDomainKey fwk.StateKey = "grove.io/no-domain"
 
 // NoDomain is what NoDomainKey holds.
 type NoDomain struct {
-	// Reason says why no domain holds the gang.
-	Reason string
+	// Reason says why no domain holds the gang; Cause is it as data (a ledger.Wait* constant).
+	Reason, Cause string
 }
 
 // Clone implements fwk.StateData; it is never modified once written.

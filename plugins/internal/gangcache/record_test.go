@@ -20,7 +20,7 @@ func TestDeletingThePodGangDropsEveryPluginsStateOfTheGang(t *testing.T) {
 	member := memberPod("a1", "a")
 	c.UpsertPod(member)
 	l := ledger.NewWithStore(clock.RealClock{}, ledger.Policy{InitialBackoff: time.Second, MaxBackoff: time.Minute, EventInterval: time.Minute}, c)
-	l.Unplaceable(key, "no room")
+	l.Unplaceable(key, "no room", ledger.WaitNoRoom)
 	now := time.Now()
 	c.SetQueueTime(key, now, false)
 	c.Arrive(key, now)

@@ -83,7 +83,9 @@ type Gang struct {
 	// lastFailure is when the gang last failed an attempt: it queues behind gangs that did not.
 	lastFailure time.Time
 	// reason is why the gang is not placed ("" once it is); lastEvent when it was last told.
-	reason    string
+	reason string
+	// cause is reason as data (one of the Wait* constants).
+	cause     string
 	lastEvent time.Time
 	// unplaceableSince is when the gang was first found unplaceable since it was last placed.
 	unplaceableSince time.Time
@@ -229,7 +231,7 @@ func (g *Gang) permit(uid types.UID, epoch uint64, q Quorum) PermitVerdict {
 	g.failed = map[string]int32{}
 	g.attemptStart = time.Time{}
 	g.failures = 0
-	g.reason = ""
+	g.reason, g.cause = "", ""
 	g.lastEvent = time.Time{}
 	g.unplaceableSince = time.Time{}
 	return v
@@ -319,11 +321,31 @@ func (l *Ledger) fail(g *Gang, reason, cause string) *Failure {
 	return f
 }
 
-// Unplaceable records why the gang cannot be placed now and reports whether to tell the user:
-// once when the gang becomes unplaceable, then at most every EventInterval.
-func (l *Ledger) Unplaceable(key, reason string) (tell bool) {
+// Why a gang is not placed, as data: what grove_scheduler_gangs_waiting{reason} counts, so that
+// nothing reads the prose of a reason back.
+const (
+	// WaitNoRoom: the nodes it may use do not hold its quorum.
+	WaitNoRoom = "no_room"
+	// WaitNoDomain: no domain of a required pack key holds it.
+	WaitNoDomain = "no_domain"
+	// WaitFilterRejected: counted capacity holds it, but a filter plugin (affinity, ports,
+	// volumes...) rejects the nodes of every candidate domain.
+	WaitFilterRejected = "filter_rejected"
+	// WaitReservedForOther: the room it needs is reserved for a gang ahead of it.
+	WaitReservedForOther = "reserved_for_other"
+	// WaitDRA: its devices are not there.
+	WaitDRA = "dra"
+	// WaitBinding: an attempt got nodes but lost them (Permit timeout, a member rejected or
+	// failing to bind).
+	WaitBinding = "binding"
+)
+
+// Unplaceable records why the gang cannot be placed now (reason for people, cause, a Wait*
+// constant, for metrics) and reports whether to tell the user: once when the gang becomes
+// unplaceable, then at most every EventInterval.
+func (l *Ledger) Unplaceable(key, reason, cause string) (tell bool) {
 	l.update(key, func(g *Gang) {
-		g.reason = reason
+		g.reason, g.cause = reason, cause
 		now := l.clock.Now()
 		if g.unplaceableSince.IsZero() {
 			g.unplaceableSince = now
@@ -351,6 +373,12 @@ func (l *Ledger) BackingOff(key string) (until time.Time, reason string, ok bool
 func (l *Ledger) Reason(key string) (reason string) {
 	l.view(key, func(g *Gang) { reason = g.reason })
 	return reason
+}
+
+// Cause is Reason as data (a Wait* constant), "" when nothing failed since it was last placed.
+func (l *Ledger) Cause(key string) (cause string) {
+	l.view(key, func(g *Gang) { cause = g.cause })
+	return cause
 }
 
 // UnplaceableSince is when the gang was first found unplaceable since it was last placed (zero

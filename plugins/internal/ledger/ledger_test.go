@@ -177,18 +177,18 @@ func TestNoNodeAbandonsOnlyWhenTheQuorumIsOutOfReach(t *testing.T) {
 func TestUnplaceableIsToldOncePerInterval(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	l := New(clk, policy)
-	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 6"))
-	assert.False(t, l.Unplaceable("g", "needs 8 pods; fits 6"))
-	assert.False(t, l.Unplaceable("g", "needs 8 pods; fits 5"), "a changed count is not a new story")
+	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 6", WaitNoRoom))
+	assert.False(t, l.Unplaceable("g", "needs 8 pods; fits 6", WaitNoRoom))
+	assert.False(t, l.Unplaceable("g", "needs 8 pods; fits 5", WaitNoRoom), "a changed count is not a new story")
 	assert.Equal(t, "needs 8 pods; fits 5", l.Reason("g"))
 	clk.SetTime(clk.Now().Add(policy.EventInterval))
-	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 5"))
+	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 5", WaitNoRoom))
 
 	// Once placed, a new problem is told at once.
 	v := l.Admit("g", "a", "b", gangOf(2, 2, 0, 1, 0, 0))
 	require.Equal(t, Allow, l.Permit("g", "a", v.Epoch, gangOf(2, 2, 0, 1, 1, 0)).Kind)
 	assert.Empty(t, l.Reason("g"))
-	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 4"))
+	assert.True(t, l.Unplaceable("g", "needs 8 pods; fits 4", WaitNoRoom))
 }
 
 func TestUnplaceableSinceCountsFromTheFirstFailureUntilPlaced(t *testing.T) {
@@ -196,9 +196,9 @@ func TestUnplaceableSinceCountsFromTheFirstFailureUntilPlaced(t *testing.T) {
 	l := New(clk, policy)
 	assert.True(t, l.UnplaceableSince("g").IsZero())
 	start := clk.Now()
-	l.Unplaceable("g", "needs 8 pods; fits 6")
+	l.Unplaceable("g", "needs 8 pods; fits 6", WaitNoRoom)
 	clk.SetTime(start.Add(time.Minute))
-	l.Unplaceable("g", "needs 8 pods; fits 7")
+	l.Unplaceable("g", "needs 8 pods; fits 7", WaitNoRoom)
 	assert.Equal(t, start, l.UnplaceableSince("g"), "later failures do not restart the count")
 
 	v := l.Admit("g", "a", "b", gangOf(2, 2, 0, 1, 0, 0))

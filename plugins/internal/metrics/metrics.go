@@ -4,7 +4,6 @@
 package metrics
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -14,19 +13,21 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 )
 
-// Reasons a gang waits (label "reason" of grove_scheduler_gangs_waiting).
+// Reasons a gang waits (label "reason" of grove_scheduler_gangs_waiting): a quorum not
+// present yet, or the cause the gang plugin recorded with an unplaceable gang's reason.
 const (
 	ReasonQuorumMissing    = "quorum_missing"
-	ReasonNoRoom           = "no_room"
-	ReasonNoDomain         = "no_domain"
-	ReasonDRA              = "dra"
-	ReasonReservedForOther = "reserved_for_other"
-	ReasonBinding          = "binding"
+	ReasonNoRoom           = ledger.WaitNoRoom
+	ReasonNoDomain         = ledger.WaitNoDomain
+	ReasonFilterRejected   = ledger.WaitFilterRejected
+	ReasonDRA              = ledger.WaitDRA
+	ReasonReservedForOther = ledger.WaitReservedForOther
+	ReasonBinding          = ledger.WaitBinding
 )
 
 var (
 	gangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, dra, reserved_for_other, binding.",
+		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, filter_rejected, dra, reserved_for_other, binding.",
 		StabilityLevel: metrics.ALPHA}, []string{"reason"})
 	quorumBound = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name: "grove_scheduler_quorum_bound_duration_seconds", Help: "Time from a PodGang's first pod to its quorum being bound.",
@@ -67,7 +68,7 @@ func Register() {
 				preemptions.WithLabelValues(who, o)
 			}
 		}
-		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonDRA, ReasonReservedForOther, ReasonBinding} {
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
 	})
@@ -95,21 +96,6 @@ func SetWaiting(key, reason string) {
 		gangsWaiting.WithLabelValues(reason).Inc()
 		waiting.byKey[key] = reason
 	}
-}
-
-// Classify maps the gang's Unschedulable message to a waiting reason.
-func Classify(message string) string {
-	m := strings.ToLower(message)
-	switch {
-	case strings.Contains(m, "reserved for"):
-		return ReasonReservedForOther
-	case strings.Contains(m, "device") || strings.Contains(m, "resourceclaim") || strings.Contains(m, "claim "):
-		return ReasonDRA
-	case strings.Contains(m, "outside the gang") || strings.Contains(m, "domain") || strings.Contains(m, "within one") ||
-		strings.Contains(m, "rack") || strings.Contains(m, "block") || strings.Contains(m, "zone"):
-		return ReasonNoDomain
-	}
-	return ReasonNoRoom
 }
 
 // ObservePlaced records a gang whose quorum was just bound.

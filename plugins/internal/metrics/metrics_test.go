@@ -29,15 +29,3 @@ func TestWaitingGaugeFollowsEachGang(t *testing.T) {
 	assert.Equal(t, 0.0, value(ReasonQuorumMissing))
 	assert.Equal(t, 0.0, value(ReasonNoDomain))
 }
-
-func TestClassify(t *testing.T) {
-	for msg, want := range map[string]string{
-		"needs 6 pods within one rack; the best rack fits 4":                                        ReasonNoDomain,
-		"pod x of PodGroup \"w\" fits no node (first node: node is outside the gang's rack \"r1\")": ReasonNoDomain,
-		"pod x fits no node (3 nodes are reserved for PodGang ns/y, which waits longer)":            ReasonReservedForOther,
-		"needs 8 devices of class gpu; the best domain offers 4":                                    ReasonDRA,
-		"pod x of PodGroup \"w\" fits no node (first node: Insufficient cpu)":                       ReasonNoRoom,
-	} {
-		assert.Equal(t, want, Classify(msg), msg)
-	}
-}

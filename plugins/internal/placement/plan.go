@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -34,6 +35,22 @@ type Input struct {
 	// They pin the domains of the shared set unless the gang's own members already do.
 	Shared   []string
 	SharedBy string
+	// RuledOut are domains the scheduler's filter plugins rejected for the gang's members
+	// although their counted capacity held them, with the filters' names: they are not chosen
+	// again (unless members already placed pin them).
+	RuledOut map[Choice][]string
+	// Group lists the other PodGangs of the gang's group (its spec.sharedTopologyConstraint),
+	// base first. While no gang of the group holds a node, the gang placed first chooses the
+	// shared domain for all of them (see chooseGroupDomain).
+	Group []Companion
+}
+
+// Companion is another PodGang of the gang's group, as the shared domain choice counts it.
+type Companion struct {
+	// Tree is its pack constraints.
+	Tree *Tree
+	// Quorum is what each of its PodGroups needs at minReplicas; Full at its full size.
+	Quorum, Full map[string]capacity.Demand
 }
 
 // Choice is one value of a node-label key.
@@ -86,6 +103,20 @@ type Unfit struct {
 	Domains int
 	// Within names the enclosing domain when a nested set is what does not fit.
 	Within string
+	// RuledOut describes the domains of Key left out because a filter rejected them.
+	RuledOut []string
+}
+
+// Cause is the kind of Unfit, a ledger.Wait* value: "filter_rejected" when domains a filter
+// rejected were left out, "no_room" for a plain shortage, else "no_domain".
+func (u *Unfit) Cause() string {
+	switch {
+	case len(u.RuledOut) > 0:
+		return "filter_rejected"
+	case u.Key == "" && u.Within == "":
+		return "no_room"
+	}
+	return "no_domain"
 }
 
 func (u *Unfit) Error() string {
@@ -93,6 +124,15 @@ func (u *Unfit) Error() string {
 		inner := *u
 		inner.Within = ""
 		return u.Within + ": " + inner.Error()
+	}
+	if len(u.RuledOut) > 0 {
+		inner := *u
+		inner.RuledOut = nil
+		msg := "ruled out by filters: " + strings.Join(u.RuledOut, ", ")
+		if u.Best == "" && u.BestFits == 0 && u.Key != "" && u.Pinned == "" {
+			return fmt.Sprintf("%s needs %s within one %s (%s); %s", u.Set.What, u.Demand, DomainNoun(u.Key), u.Key, msg)
+		}
+		return inner.Error() + "; " + msg
 	}
 	switch {
 	case u.Key == "":
@@ -359,6 +399,23 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 	if pinned != "" {
 		values = []string{pinned}
 	}
+	var ruled []string
+	if pinned == "" && len(p.in.RuledOut) > 0 {
+		kept := values[:0:0]
+		for _, v := range values {
+			if by, out := p.in.RuledOut[Choice{Key: key, Value: v}]; out {
+				ruled = append(ruled, fmt.Sprintf("%s %q (%s)", DomainNoun(key), v, strings.Join(by, ", ")))
+				continue
+			}
+			kept = append(kept, v)
+		}
+		values = kept
+	}
+	if s.ID == SharedSetID && key == s.Required && pinned == "" && len(p.in.Group) > 0 {
+		if pos, value, ok := p.chooseGroupDomain(s, values, byValue, w); ok {
+			return pos, value, nil
+		}
+	}
 	largest := p.demand[s.ID].Largest()
 	bestValue, bestSpare, found := "", int64(math.MaxInt64), false
 	mostValue, mostPlaced := "", int64(-1)
@@ -388,11 +445,101 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 			return nil, "", &nested
 		}
 		u := &Unfit{Set: s, Key: key, Demand: p.demand[s.ID], Pinned: pinned,
-			Best: mostValue, BestFits: max(mostPlaced, 0), Domains: len(byValue)}
+			Best: mostValue, BestFits: max(mostPlaced, 0), Domains: len(byValue), RuledOut: ruled}
 		u.PinnedBy = by
 		return nil, "", u
 	}
 	return byValue[bestValue], bestValue, nil
+}
+
+// groupFit is how well one value of the shared key holds the gang's group.
+type groupFit struct {
+	value string
+	// full: every PodGang of the group fits at its full size; quorum: at its quorum.
+	full, quorum bool
+	// gangs counts the companions whose quorum fits, taken base first; pods their pods.
+	gangs int
+	pods  int64
+	spare int64
+}
+
+func (a groupFit) better(b groupFit) bool {
+	switch {
+	case a.full != b.full:
+		return a.full
+	case a.quorum != b.quorum:
+		return a.quorum
+	case a.gangs != b.gangs:
+		return a.gangs > b.gangs
+	case a.pods != b.pods:
+		return a.pods > b.pods
+	case a.spare != b.spare:
+		return a.spare < b.spare
+	}
+	return a.value < b.value
+}
+
+// chooseGroupDomain chooses the shared set's domain for the whole group, when the gang is the
+// first of its group to be placed: among the domains that hold the gang, the tightest that also
+// holds every other PodGang of the group at full size; else at quorum; else the one that holds
+// the quorums of most of them, base first. Choosing for the gang alone would pin the group to
+// a domain too small for it (the tightest fit for the first gang is the worst for the rest).
+// ok is false when no domain holds the gang.
+func (p *planner) chooseGroupDomain(s *Set, values []string, byValue map[string][]int, w work) ([]int, string, bool) {
+	largest := p.demand[s.ID].Largest()
+	var best *groupFit
+	for _, v := range values {
+		candidate := w.subset(byValue[v], true)
+		if _, unfit := p.fitInside(s, candidate, nil); unfit != nil {
+			continue
+		}
+		f := groupFit{value: v, spare: capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class)}
+		f.full = p.companionsFit(candidate, func(c Companion) map[string]capacity.Demand { return c.Full }, nil)
+		f.quorum = p.companionsFit(candidate, func(c Companion) map[string]capacity.Demand { return c.Quorum }, &f)
+		if best == nil || f.better(*best) {
+			best = &f
+		}
+	}
+	if best == nil {
+		return nil, "", false
+	}
+	return byValue[best.value], best.value, true
+}
+
+// companionsFit reports whether every companion's demand fits what the gang left of the
+// candidate domain, one after the other (base first), each under its own nested constraints.
+// With count set, it records how many companions (and pods) fit before the first that did not.
+func (p *planner) companionsFit(candidate work, demand func(Companion) map[string]capacity.Demand, count *groupFit) bool {
+	w := candidate.subset(identity(len(candidate.idx)), true)
+	all := true
+	for _, c := range p.in.Group {
+		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c)}, byName: p.byName,
+			demand: map[string]capacity.Demands{}, pins: map[string]string{}, preferredPins: map[string]string{}}
+		cp.collectDemand(c.Tree.Root)
+		trial := w.subset(identity(len(w.idx)), true)
+		placed, unfit := cp.fitInside(c.Tree.Root, trial, nil)
+		if unfit != nil {
+			all = false
+			if count != nil {
+				count.pods += placed
+			}
+			break
+		}
+		w = trial
+		if count != nil {
+			count.gangs++
+			count.pods += placed
+		}
+	}
+	return all
+}
+
+func identity(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // pinnedBy names the PodGang of the group that pinned set s's required domain; "" when

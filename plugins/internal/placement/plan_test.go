@@ -371,3 +371,74 @@ func TestSharedConstraintFollowsTheGroup(t *testing.T) {
 	require.Nil(t, unfit, "a preference never keeps the gang out")
 	assert.Equal(t, []Choice{{Key: rackKey, Value: "b1"}}, plan.Required("w"))
 }
+
+// The first gang of a group to be placed chooses the shared domain for the whole group: the
+// tightest block that also holds every other PodGang of the group, at full size, else at
+// quorum, else the one holding most of them.
+func TestSharedDomainIsChosenForTheWholeGroup(t *testing.T) {
+	shared := &v1alpha1.SharedTopologyConstraint{Group: "pcs-0", PackConstraint: &v1alpha1.TopologyPackConstraint{Required: ptr.To(blockKey)}}
+	// A gang of pairs, each pair on one host (2 CPU nodes of 1-CPU pods: one pair per node).
+	pairs := func(groups ...string) (*Tree, map[string]capacity.Demand) {
+		spec := v1alpha1.PodGangSpec{SharedTopologyConstraint: shared}
+		demand := map[string]capacity.Demand{}
+		for _, g := range groups {
+			spec.PodGroups = append(spec.PodGroups, v1alpha1.PodGroup{Name: g, MinReplicas: 2, TopologyConstraint: required(hostKey)})
+			demand[g] = capacity.Demand{Group: g, Shape: cores(1), Count: 2}
+		}
+		return NewTree(&spec), demand
+	}
+	racks := func(block string, nodes int) map[string][]int64 {
+		out := map[string][]int64{}
+		for i := 0; i < nodes; i++ {
+			rack := fmt.Sprintf("%s%d", block, i/4)
+			out[rack] = append(out[rack], 2)
+		}
+		return out
+	}
+	all := racks("a", 8)
+	for k, v := range racks("b", 20) {
+		all[k] = v
+	}
+	nodes := cluster(all)
+	tree, demand := pairs("w0", "w1", "w2")
+	var group []Companion
+	for i := 3; i < 10; i++ {
+		ct, cd := pairs(fmt.Sprintf("w%d", i))
+		group = append(group, Companion{Tree: ct, Quorum: cd, Full: cd})
+	}
+
+	plan, unfit := Choose(Input{Tree: tree, Nodes: nodes, Demand: demand})
+	require.Nil(t, unfit)
+	assert.Equal(t, Choice{Key: blockKey, Value: "a"}, plan.Required("w0")[0], "alone, the base gang takes the tightest block")
+
+	plan, unfit = Choose(Input{Tree: tree, Nodes: nodes, Demand: demand, Group: group})
+	require.Nil(t, unfit)
+	assert.Equal(t, Choice{Key: blockKey, Value: "b"}, plan.Required("w0")[0], "only block b holds the whole group")
+
+	// Quorum before full size: with full-size companions of 2 pairs, no block holds them all
+	// (block b holds 3 + 14 pairs); at quorum (1 pair each) block a does not, block b does.
+	var bigger []Companion
+	for i := 3; i < 10; i++ {
+		ct, cd := pairs(fmt.Sprintf("w%d", i))
+		full := map[string]capacity.Demand{}
+		for g, d := range cd {
+			d.Count = 4
+			full[g] = d
+		}
+		bigger = append(bigger, Companion{Tree: ct, Quorum: cd, Full: full})
+	}
+	plan, unfit = Choose(Input{Tree: tree, Nodes: nodes, Demand: demand, Group: bigger})
+	require.Nil(t, unfit)
+	assert.Equal(t, Choice{Key: blockKey, Value: "b"}, plan.Required("w0")[0])
+
+	// No block holds the whole group: the one holding the quorums of most of it.
+	small := cluster(map[string][]int64{"a0": {2, 2, 2, 2}, "a1": {2, 2}, "b0": {2, 2, 2, 2}, "b1": {2, 2, 2}})
+	plan, unfit = Choose(Input{Tree: tree, Nodes: small, Demand: demand, Group: group})
+	require.Nil(t, unfit)
+	assert.Equal(t, Choice{Key: blockKey, Value: "b"}, plan.Required("w0")[0], "block b holds 4 more pairs, block a 3")
+
+	// Once a gang of the group holds nodes, the group follows it whatever the fit.
+	plan, unfit = Choose(Input{Tree: tree, Nodes: nodes, Demand: demand, Group: group, Shared: []string{"a0-0"}, SharedBy: "pcs-0"})
+	require.Nil(t, unfit)
+	assert.Equal(t, Choice{Key: blockKey, Value: "a"}, plan.Required("w0")[0])
+}
