@@ -7,12 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -25,6 +26,8 @@ import (
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
 	Client client.Client
+	// Recorder reports member names held by PodCliques Grove did not create; optional.
+	Recorder events.EventRecorder
 	// Claims keeps the ResourceClaims of the scaling group's resourceSharing entries.
 	Claims *resourceclaim.Syncer
 
@@ -139,16 +142,29 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 	_, err := common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: pcsg.Namespace}}
-		_, err := common.CreateOrPatch(ctx, r.Client, pclq, func() error {
+		own := common.Child{Owner: pcsg, PodCliqueSet: pcs.Name, Component: apicommon.ComponentPCSGPodClique,
+			Field: "spec.template.podCliqueScalingGroups[].cliqueNames[]: " + t.Clique.Name}
+		_, err := common.CreateOrPatch(ctx, r.Client, own, pclq, func() error {
 			common.MutatePodClique(pclq, t)
-			return controllerutil.SetControllerReference(pcsg, pclq, r.Client.Scheme())
+			return nil
 		})
+		if nc, ok := common.AsNameConflict(err); ok {
+			// The PodCliqueSet reports it too (its condition); the group says which of its members.
+			r.warn(pcsg, corev1.EventTypeWarning, apicommon.ReasonChildNameConflict, "CreatePodClique", "%s", nc.Error())
+			return nil
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("PodClique %s: %w", t.Name(), err)
 		}
 		return nil
 	})
 	return errors.Join(delErr, err)
+}
+
+func (r *Reconciler) warn(pcsg *corev1alpha1.PodCliqueScalingGroup, eventType, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(pcsg, nil, eventType, reason, action, format, args...)
+	}
 }
 
 func ptrOr(p *int32, def int32) int32 {

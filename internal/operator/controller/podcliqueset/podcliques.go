@@ -56,10 +56,12 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
-		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, pclq, func() error {
+		own := child(st.stored, apicommon.ComponentPCSPodClique, cliqueField(st.pcs, t.Clique.Name))
+		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, own, pclq, func() error {
 			common.MutatePodClique(pclq, t)
-			return controllerutil.SetControllerReference(st.stored, pclq, c.r.Client.Scheme())
+			return nil
 		})
+		err = st.conflict(err)
 		if behind {
 			st.requeueAfter(common.CacheBehindRetry)
 		}
@@ -116,7 +118,8 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 		i, g := targets[n].replica, &t.PodCliqueScalingGroupConfigs[targets[n].config]
 		pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
 			Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
-		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, pcsg, func() error {
+		own := child(st.stored, apicommon.ComponentPodCliqueScalingGroup, scalingGroupField(targets[n].config))
+		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, own, pcsg, func() error {
 			pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
 			for k, v := range g.Annotations {
 				if pcsg.Annotations == nil {
@@ -130,8 +133,9 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 			minAvailable := corev1alpha1.ScalingGroupMinAvailable(g)
 			pcsg.Spec.MinAvailable = &minAvailable
 			pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
-			return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
+			return nil
 		})
+		err = st.conflict(err)
 		if behind {
 			st.requeueAfter(common.CacheBehindRetry)
 		}
@@ -148,4 +152,19 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 
 func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
 	return deleteOwned(ctx, c.r.Client, c.r.childWrites, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+}
+
+// cliqueField is the path of a clique's name in the PodCliqueSet, for conflict reports.
+func cliqueField(pcs *corev1alpha1.PodCliqueSet, clique string) string {
+	for i, c := range pcs.Spec.Template.Cliques {
+		if c != nil && c.Name == clique {
+			return fmt.Sprintf("spec.template.cliques[%d].name", i)
+		}
+	}
+	return "spec.template.cliques"
+}
+
+// scalingGroupField is the path of a scaling group's name in the PodCliqueSet.
+func scalingGroupField(i int) string {
+	return fmt.Sprintf("spec.template.podCliqueScalingGroups[%d].name", i)
 }

@@ -13,7 +13,7 @@ type resourceClaims struct{ r *Reconciler }
 func (*resourceClaims) Name() string { return "resource-claim" }
 
 func (c *resourceClaims) Sync(ctx context.Context, st *state) error {
-	return c.r.Claims.SyncPodCliqueSet(ctx, st.pcs)
+	return st.conflict(c.r.Claims.SyncPodCliqueSet(ctx, st.pcs))
 }
 
 // Delete leaves the claims to the garbage collector: they are owned by the PodCliqueSet and
