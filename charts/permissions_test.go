@@ -1,0 +1,156 @@
+package charts
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+)
+
+// grant is one verb on one resource (of some names) in one scope.
+type grant string
+
+func grantOf(scope, group, resource string, names []string, verb string) grant {
+	n := slices.Clone(names)
+	sort.Strings(n)
+	return grant(fmt.Sprintf("%s | %s | %s | %s | %s", scope, group, resource, strings.Join(n, ","), verb))
+}
+
+// tableGrants are the grants of OperatorPermissions whose backend is on (every backend: all).
+func tableGrants(backends []string) map[grant]bool {
+	out := map[grant]bool{}
+	for _, p := range OperatorPermissions {
+		if p.Backend != "" && backends != nil && !slices.Contains(backends, p.Backend) {
+			continue
+		}
+		for _, r := range p.Resources {
+			for _, v := range p.Verbs {
+				out[grantOf(p.Scope, p.Group, r, p.ResourceNames, v)] = true
+			}
+		}
+	}
+	return out
+}
+
+// operatorGrants are the grants the rendered chart gives grove-operator's ServiceAccount,
+// through every (Cluster)RoleBinding that names it.
+func operatorGrants(t *testing.T, objs map[string]*unstructured.Unstructured) map[grant]bool {
+	t.Helper()
+	out := map[grant]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
+			continue
+		}
+		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b))
+		if !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Name == "grove-operator" && s.Namespace == namespace
+		}) {
+			continue
+		}
+		scope, roleKey := scopeCluster, "ClusterRole//"+b.RoleRef.Name
+		if o.GetKind() == "RoleBinding" {
+			require.Equal(t, "Role", b.RoleRef.Kind, "%s", key(o))
+			scope, roleKey = scopeNamespace, "Role/"+o.GetNamespace()+"/"+b.RoleRef.Name
+		}
+		role := objs[roleKey]
+		require.NotNil(t, role, "%s binds %s, which the chart does not render", key(o), roleKey)
+		var r rbacv1.ClusterRole
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, &r))
+		for _, rule := range r.Rules {
+			require.Empty(t, rule.NonResourceURLs, "%s", roleKey)
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, v := range rule.Verbs {
+						out[grantOf(scope, g, res, rule.ResourceNames, v)] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func keys(m map[grant]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, string(k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOperatorRBACIsTheTable: every verb the chart grants grove-operator is in
+// OperatorPermissions (the docs' table), and nothing in the table is left ungranted: with the
+// default values, and with every optional backend enabled. Backend grants are rendered only
+// while their profile is enabled.
+func TestOperatorRBACIsTheTable(t *testing.T) {
+	for name, tc := range map[string]struct {
+		values   string
+		backends []string
+	}{
+		"defaults":      {"", []string{}},
+		"kai":           {"config: {scheduler: {profiles: [{name: kai-scheduler}], defaultProfileName: kai-scheduler}}", []string{"kai-scheduler"}},
+		"every backend": {"config: {scheduler: {profiles: [{name: grove-scheduler}, {name: kai-scheduler}, {name: koord-scheduler}, {name: volcano}], defaultProfileName: grove-scheduler}}", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := operatorGrants(t, render(t, values(t, tc.values)))
+			want := tableGrants(tc.backends)
+			var extra, missing []string
+			for _, g := range keys(got) {
+				if !want[grant(g)] {
+					extra = append(extra, g)
+				}
+			}
+			for _, g := range keys(want) {
+				if !got[grant(g)] {
+					missing = append(missing, g)
+				}
+			}
+			assert.Empty(t, extra, "granted but not in charts/permissions.go (scope | group | resource | names | verb)")
+			assert.Empty(t, missing, "in charts/permissions.go but not granted")
+		})
+	}
+}
+
+// TestOperatorReadsNoSecrets: the operator reads and writes no Secret outside its own
+// namespace, and there only its certificate.
+func TestOperatorReadsNoSecrets(t *testing.T) {
+	got := operatorGrants(t, render(t, values(t, "config: {scheduler: {profiles: [{name: grove-scheduler}, {name: kai-scheduler}, {name: koord-scheduler}, {name: volcano}], defaultProfileName: grove-scheduler}}")))
+	for _, g := range keys(got) {
+		if strings.Contains(g, "| secrets |") {
+			assert.True(t, strings.HasPrefix(g, scopeNamespace), "a cluster-wide Secret grant: %s", g)
+			assert.True(t, strings.HasSuffix(g, "| create") || strings.Contains(g, "| grove-webhook-server-cert |"), "a Secret grant beyond its certificate: %s", g)
+		}
+	}
+}
+
+// TestBackendRBACMatchesConfig: config/rbac/backends holds, per optional backend, what the
+// chart renders when that backend's profile is enabled.
+func TestBackendRBACMatchesConfig(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	require.NoError(t, err)
+	got := render(t, values(t, "config: {scheduler: {profiles: [{name: grove-scheduler}, {name: kai-scheduler}, {name: koord-scheduler}, {name: volcano}], defaultProfileName: grove-scheduler}}"))
+	for _, backend := range []string{"kai-scheduler", "koord-scheduler", "volcano"} {
+		objs, err := cluster.ReadManifests(filepath.Join(root, "config", "rbac", "backends", backend+".yaml"))
+		require.NoError(t, err)
+		require.Len(t, objs, 2, backend)
+		for _, w := range objs {
+			g, ok := got[key(w)]
+			if assert.True(t, ok, "%s is not rendered", key(w)) {
+				assert.Equal(t, normalize(t, w), normalize(t, g), key(w))
+			}
+		}
+		assert.NotContains(t, render(t, nil), "ClusterRole//grove-operator-"+backend, "off by default")
+	}
+}
