@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,7 +106,7 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 	if anyUnwanted(owned, wanted) {
 		st.children.wrote(childScalingGroups)
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted), c.memberConflicts(ctx, st, groups)}
 	type target struct{ replica, config int }
 	var targets []target
 	for i := range int(st.pcs.Spec.Replicas) {
@@ -148,6 +149,55 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 		return nil
 	})
 	return errors.Join(append(errs, err)...)
+}
+
+// memberConflicts reports, on the PodCliqueSet, the member PodCliques of its scaling groups whose
+// names are held by PodCliques Grove did not create (the groups' controller leaves them alone
+// and says so on the group). Only names no member of the group holds are looked up, in the
+// cache.
+func (c *scalingGroups) memberConflicts(ctx context.Context, st *state, groups []*corev1alpha1.PodCliqueScalingGroup) error {
+	pclqs, err := st.children.podCliques(ctx)
+	if err != nil {
+		return err
+	}
+	members := map[string]bool{}
+	for i := range pclqs {
+		if ref := metav1.GetControllerOf(&pclqs[i]); ref != nil && ref.Kind == "PodCliqueScalingGroup" {
+			members[pclqs[i].Name] = true
+		}
+	}
+	for _, g := range groups {
+		replica, _ := common.IntLabel(g, apicommon.LabelPodCliqueSetReplicaIndex)
+		gi := slices.IndexFunc(st.pcs.Spec.Template.PodCliqueScalingGroupConfigs, func(cfg corev1alpha1.PodCliqueScalingGroupConfig) bool {
+			return apicommon.PodCliqueScalingGroupName(st.pcs.Name, replica, cfg.Name) == g.Name
+		})
+		for j := range int(g.Spec.Replicas) {
+			for _, clique := range g.Spec.CliqueNames {
+				name := apicommon.ScalingGroupPodCliqueName(g.Name, j, clique)
+				if members[name] {
+					continue
+				}
+				if err := c.checkMember(ctx, st, g, gi, clique, name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkMember records a conflict when a PodClique Grove did not create holds a member's name.
+func (c *scalingGroups) checkMember(ctx context.Context, st *state, g *corev1alpha1.PodCliqueScalingGroup, gi int, clique, name string) error {
+	other := &corev1alpha1.PodClique{}
+	if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: name}, other); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	own := common.Child{Owner: g, PodCliqueSet: st.pcs.Name, Component: apicommon.ComponentPCSGPodClique,
+		Field: fmt.Sprintf("%s, %s", scalingGroupField(gi), cliqueField(st.pcs, clique))}
+	if own.Owns(other) {
+		return nil
+	}
+	return st.conflict(own.Conflict(other, c.r.Client.Scheme()))
 }
 
 func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
