@@ -2,6 +2,7 @@ package charts
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -153,4 +154,24 @@ func TestBackendRBACMatchesConfig(t *testing.T) {
 		}
 		assert.NotContains(t, render(t, nil), "ClusterRole//grove-operator-"+backend, "off by default")
 	}
+}
+
+// TestDocsListEveryPermission: the "What grove-operator can do" table of the security page is
+// PermissionsTable(), so the docs say exactly what the chart grants. Regenerate it with
+// `GROVE_WRITE_PERMISSIONS_TABLE=1 go test ./charts -run TestDocsListEveryPermission`.
+func TestDocsListEveryPermission(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	require.NoError(t, err)
+	path := filepath.Join(root, "docs", "operations", "security.md")
+	page, err := os.ReadFile(path)
+	require.NoError(t, err)
+	const begin, end = "<!-- permissions table: charts/permissions.go -->\n", "<!-- end of permissions table -->"
+	i, j := strings.Index(string(page), begin), strings.Index(string(page), end)
+	require.True(t, i >= 0 && j > i, "%s has no permissions table markers", path)
+	want := string(page[:i+len(begin)]) + PermissionsTable() + string(page[j:])
+	if os.Getenv("GROVE_WRITE_PERMISSIONS_TABLE") != "" {
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		return
+	}
+	assert.Equal(t, want, string(page), "the table in %s is not PermissionsTable()", path)
 }
