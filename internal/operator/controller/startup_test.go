@@ -55,7 +55,7 @@ func parentArgs(p *corev1.Pod) []string {
 // TestStartupOrderingInitContainers: with cliqueStartupType InOrder, each clique waits for the
 // one before it. A base-gang member's parent that is a scaling-group member means the group's
 // base-gang replicas; a scaled replica only waits inside itself. Dependent pods get the waiter
-// as their first init container with the PodCliqueSet's token Secret mounted into it alone;
+// as their first init container with a projected, pod-bound token mounted into it alone;
 // cliques without parents, and PodCliqueSets without ordering, get neither.
 func TestStartupOrderingInitContainers(t *testing.T) {
 	e := newEnv(t, withConfig(func(cfg *configv1alpha1.OperatorConfiguration) {
