@@ -2,7 +2,13 @@ package charts
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Permission is one grant of grove-operator's RBAC and why the operator holds it.
@@ -113,4 +119,84 @@ func PermissionsTable() string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.Scope, group, resources, strings.Join(p.Verbs, ", "), when, p.Why)
 	}
 	return b.String()
+}
+
+// Grant is one verb on one resource (of some names, or all) in one scope:
+// "scope | group | resource | names | verb".
+type Grant string
+
+func grantOf(scope, group, resource string, names []string, verb string) Grant {
+	n := slices.Clone(names)
+	sort.Strings(n)
+	return Grant(fmt.Sprintf("%s | %s | %s | %s | %s", scope, group, resource, strings.Join(n, ","), verb))
+}
+
+// TableGrants are the grants of OperatorPermissions, with the backend grants of the given
+// profiles only (nil: every backend).
+func TableGrants(backends []string) map[Grant]bool {
+	out := map[Grant]bool{}
+	for _, p := range OperatorPermissions {
+		if p.Backend != "" && backends != nil && !slices.Contains(backends, p.Backend) {
+			continue
+		}
+		for _, r := range p.Resources {
+			for _, v := range p.Verbs {
+				out[grantOf(p.Scope, p.Group, r, p.ResourceNames, v)] = true
+			}
+		}
+	}
+	return out
+}
+
+// OperatorGrants are the grants that objs (rendered or read from a cluster: ClusterRoles,
+// Roles and their bindings) give the ServiceAccount serviceAccount of namespace, through every
+// (Cluster)RoleBinding that names it.
+func OperatorGrants(objs []*unstructured.Unstructured, serviceAccount, namespace string) (map[Grant]bool, error) {
+	roles := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		roles[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = o
+	}
+	out := map[Grant]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
+			continue
+		}
+		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount && s.Namespace == namespace
+		}) {
+			continue
+		}
+		scope, roleKey := scopeCluster, "ClusterRole//"+b.RoleRef.Name
+		if o.GetKind() == "RoleBinding" {
+			scope, roleKey = scopeNamespace, b.RoleRef.Kind+"/"+o.GetNamespace()+"/"+b.RoleRef.Name
+			if b.RoleRef.Kind == "ClusterRole" {
+				roleKey = "ClusterRole//" + b.RoleRef.Name
+			}
+		}
+		role, ok := roles[roleKey]
+		if !ok {
+			return nil, fmt.Errorf("%s %s binds %s, which is not there", o.GetKind(), o.GetName(), roleKey)
+		}
+		var r rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, &r); err != nil {
+			return nil, err
+		}
+		for _, rule := range r.Rules {
+			if len(rule.NonResourceURLs) > 0 {
+				return nil, fmt.Errorf("%s grants non-resource URLs, which the table does not cover", roleKey)
+			}
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, v := range rule.Verbs {
+						out[grantOf(scope, g, res, rule.ResourceNames, v)] = true
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }

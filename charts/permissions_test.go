@@ -1,85 +1,32 @@
 package charts
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
 )
 
-// grant is one verb on one resource (of some names) in one scope.
-type grant string
+type grant = Grant
 
-func grantOf(scope, group, resource string, names []string, verb string) grant {
-	n := slices.Clone(names)
-	sort.Strings(n)
-	return grant(fmt.Sprintf("%s | %s | %s | %s | %s", scope, group, resource, strings.Join(n, ","), verb))
-}
+func tableGrants(backends []string) map[grant]bool { return TableGrants(backends) }
 
-// tableGrants are the grants of OperatorPermissions whose backend is on (every backend: all).
-func tableGrants(backends []string) map[grant]bool {
-	out := map[grant]bool{}
-	for _, p := range OperatorPermissions {
-		if p.Backend != "" && backends != nil && !slices.Contains(backends, p.Backend) {
-			continue
-		}
-		for _, r := range p.Resources {
-			for _, v := range p.Verbs {
-				out[grantOf(p.Scope, p.Group, r, p.ResourceNames, v)] = true
-			}
-		}
-	}
-	return out
-}
-
-// operatorGrants are the grants the rendered chart gives grove-operator's ServiceAccount,
-// through every (Cluster)RoleBinding that names it.
 func operatorGrants(t *testing.T, objs map[string]*unstructured.Unstructured) map[grant]bool {
 	t.Helper()
-	out := map[grant]bool{}
+	list := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, o := range objs {
-		if o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "RoleBinding" {
-			continue
-		}
-		var b rbacv1.RoleBinding // a ClusterRoleBinding has the same fields
-		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b))
-		if !slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
-			return s.Kind == rbacv1.ServiceAccountKind && s.Name == "grove-operator" && s.Namespace == namespace
-		}) {
-			continue
-		}
-		scope, roleKey := scopeCluster, "ClusterRole//"+b.RoleRef.Name
-		if o.GetKind() == "RoleBinding" {
-			require.Equal(t, "Role", b.RoleRef.Kind, "%s", key(o))
-			scope, roleKey = scopeNamespace, "Role/"+o.GetNamespace()+"/"+b.RoleRef.Name
-		}
-		role := objs[roleKey]
-		require.NotNil(t, role, "%s binds %s, which the chart does not render", key(o), roleKey)
-		var r rbacv1.ClusterRole
-		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(role.Object, &r))
-		for _, rule := range r.Rules {
-			require.Empty(t, rule.NonResourceURLs, "%s", roleKey)
-			for _, g := range rule.APIGroups {
-				for _, res := range rule.Resources {
-					for _, v := range rule.Verbs {
-						out[grantOf(scope, g, res, rule.ResourceNames, v)] = true
-					}
-				}
-			}
-		}
+		list = append(list, o)
 	}
-	return out
+	got, err := OperatorGrants(list, "grove-operator", namespace)
+	require.NoError(t, err)
+	return got
 }
 
 func keys(m map[grant]bool) []string {
