@@ -220,7 +220,7 @@ func TestTenantCannotTakeOverOtherChildren(t *testing.T) {
 			apicommon.LabelComponentKey: apicommon.ComponentPCSPodClique}},
 		Spec: corev1alpha1.PodCliqueSpec{RoleName: "theirs", Replicas: 0, PodSpec: podSpec()}}
 	pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "x-0-workers", Labels: theirs},
-		Spec: corev1alpha1.PodCliqueScalingGroupSpec{Replicas: 0, CliqueNames: []string{"theirs"}}}
+		Spec: corev1alpha1.PodCliqueScalingGroupSpec{Replicas: 1, CliqueNames: []string{"theirs"}}}
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "x-0-router", Labels: theirs},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MaxReplicas: 2,
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "theirs"}}}

@@ -3,6 +3,7 @@ package common
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,6 +52,10 @@ func (c Child) mark(obj client.Object, scheme *runtime.Scheme) error {
 	obj.SetLabels(WithLabels(obj.GetLabels(), ComponentLabels(c.PodCliqueSet, c.Component)))
 	return controllerutil.SetControllerReference(c.Owner, obj, scheme)
 }
+
+// NameConflictRecheck is how often a name held by an object Grove did not create is looked at
+// again: its deletion sends no event to the controller that wants the name.
+const NameConflictRecheck = 10 * time.Second
 
 // NameConflict is the error of a write refused because an object Grove did not create holds
 // the child's name.

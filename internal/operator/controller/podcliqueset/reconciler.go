@@ -145,7 +145,7 @@ func (s *state) conflict(err error) error {
 	s.mu.Lock()
 	s.nameConflicts = append(s.nameConflicts, nc)
 	s.mu.Unlock()
-	s.requeueAfter(podGangConflictRecheck)
+	s.requeueAfter(common.NameConflictRecheck)
 	return nil
 }
 
