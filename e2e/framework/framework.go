@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,26 @@ func InstallRBAC(ctx context.Context, c *cluster.Cluster) error {
 	return c.Apply(ctx, paths...)
 }
 
+// installBackendRBAC applies config/rbac/backends/<profile>.yaml of each optional scheduler
+// backend the configuration enables, as an admin following the install docs would: the rights
+// of a backend that is off are never granted.
+func installBackendRBAC(ctx context.Context, c *cluster.Cluster, cfg *configv1alpha1.OperatorConfiguration) error {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	for _, p := range cfg.Scheduler.Profiles {
+		path := filepath.Join(root, "config", "rbac", "backends", string(p.Name)+".yaml")
+		if _, err := os.Stat(path); err != nil {
+			continue // a backend without rights of its own (grove-scheduler, default-scheduler)
+		}
+		if err := c.Apply(ctx, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Options configures an environment.
 type Options struct {
 	// Cluster configures the control plane (Dir, feature gates, third-party CRDs, ...).
@@ -92,6 +113,10 @@ type Env struct {
 	webhookCA           []byte
 	schedulerSecurePort int
 	operatorMetricsAddr string
+
+	// metricsToken is MetricsReaderToken's, once made.
+	metricsMu    sync.Mutex
+	metricsToken string
 
 	// Kubeconfigs of the programs' ServiceAccounts.
 	operatorKubeconfig, schedulerKubeconfig string
@@ -225,6 +250,9 @@ func (e *Env) prepareOperator(ctx context.Context) error {
 	if e.opts.OperatorConfig != nil {
 		e.opts.OperatorConfig(cfg)
 	}
+	if err := installBackendRBAC(ctx, e.Cluster, cfg); err != nil {
+		return err
+	}
 	e.operatorHealthAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort))
 	e.operatorMetricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Server.Metrics.Port))
 	cfg.APIVersion, cfg.Kind = configv1alpha1.SchemeGroupVersion.String(), "OperatorConfiguration"
@@ -336,8 +364,9 @@ func (e *Env) StartScheduler(ctx context.Context) error {
 		"--config=" + e.schedulerConfigPath, "--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(e.schedulerSecurePort),
 		"--authentication-kubeconfig=" + e.schedulerKubeconfig, "--authorization-kubeconfig=" + e.schedulerKubeconfig, "--v=" + cmp.Or(os.Getenv("GROVE_E2E_SCHEDULER_V"), "2"),
-		// Health and metrics (SchedulerMetric) without credentials: the port is loopback only.
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		// Health without credentials, as kube-scheduler's defaults; /metrics as shipped: only
+		// callers the apiserver authorises (SchedulerMetric brings a metrics reader's token).
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez",
 	}, nil)
 	if err != nil {
 		return err

@@ -19,19 +19,25 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/kube"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ai-dynamo/grove/charts"
 	"github.com/ai-dynamo/grove/internal/testenv/realnode"
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -105,6 +111,55 @@ func (e *env) testInstall(t *testing.T) {
 
 	e.requireProgramsRunning(t, e.versions[0])
 	e.requireWebhookRefusesInvalid(t)
+	e.requireOperatorRBACIsTheTable(t)
+}
+
+// requireOperatorRBACIsTheTable checks the RBAC the chart installed for grove-operator against
+// the table of docs/operations/security.md (charts.OperatorPermissions): every verb granted is
+// listed, every listed verb (of the enabled backends: none optional here) is granted, and the
+// apiserver refuses the operator Secrets outside its namespace.
+func (e *env) requireOperatorRBACIsTheTable(t *testing.T) {
+	ctx := context.Background()
+	var objs []*unstructured.Unstructured
+	for _, l := range []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}} {
+		objs = append(objs, e.listUnstructured(t, l)...)
+	}
+	for _, l := range []client.ObjectList{&rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
+		objs = append(objs, e.listUnstructured(t, l, client.InNamespace(namespace))...)
+	}
+	got, err := charts.OperatorGrants(objs, "grove-operator", namespace)
+	require.NoError(t, err)
+	want := charts.TableGrants([]string{})
+	for g := range got {
+		assert.True(t, want[g], "installed but not in the table: %s", g)
+	}
+	for g := range want {
+		assert.True(t, got[g], "in the table but not installed: %s", g)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + namespace + ":grove-operator",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets"}}}
+	require.NoError(t, e.cl.Create(ctx, sar))
+	assert.False(t, sar.Status.Allowed, "grove-operator may list Secrets cluster-wide")
+}
+
+// listUnstructured lists objects and returns them with their kind set.
+func (e *env) listUnstructured(t *testing.T, list client.ObjectList, opts ...client.ListOption) []*unstructured.Unstructured {
+	require.NoError(t, e.cl.List(context.Background(), list, opts...))
+	items, err := meta.ExtractList(list)
+	require.NoError(t, err)
+	gvk, err := apiutil.GVKForObject(list, e.cl.Scheme())
+	require.NoError(t, err)
+	kind := strings.TrimSuffix(gvk.Kind, "List")
+	out := make([]*unstructured.Unstructured, 0, len(items))
+	for _, it := range items {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
+		require.NoError(t, err)
+		u := &unstructured.Unstructured{Object: m}
+		u.SetKind(kind)
+		out = append(out, u)
+	}
+	return out
 }
 
 // requireWebhookRefusesInvalid checks that the webhooks are served through the Service with

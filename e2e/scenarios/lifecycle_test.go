@@ -64,7 +64,8 @@ func ownedCounts(t require.TestingT, ctx context.Context, c client.Client, ns, p
 
 // A PodCliqueSet scaled 0 → 3 → 0 creates and removes exactly its replicas' objects, and
 // deleting it leaves nothing behind: no PodClique, PodGang, pod, scaling group, headless
-// Service, ServiceAccount, Role, RoleBinding, startup-waiter Secret, HPA or ResourceClaim. The
+// Service, ServiceAccount, Role, RoleBinding, HPA or ResourceClaim (and no Secret ever: the
+// startup waiter's token is projected by the kubelet). The
 // workload uses each of them (a scaling group with an HPA, ordered startup, a claim per pod).
 func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
 	// The resourceclaim controller lets allocated claims of deleted pods go.
@@ -92,9 +93,9 @@ func TestScaleZeroToNToZeroAndCascadeDelete(t *testing.T) {
 	setReplicas(2)
 	expect(4, 2, 6, 6)
 	// Per replica: a scaling group, its HPA, a headless Service and b's pod's claim; once: the
-	// pods' ServiceAccount, Role, RoleBinding and the startup waiter's token Secret.
+	// pods' ServiceAccount, Role and RoleBinding; no Secret.
 	perPCS := map[string]int{"PodCliqueScalingGroup": 2, "HorizontalPodAutoscaler": 2, "Service": 2, "ResourceClaim": 2,
-		"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "Secret": 1}
+		"ServiceAccount": 1, "Role": 1, "RoleBinding": 1, "Secret": 0}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, perPCS, ownedCounts(c, ctx, env.Client, ns, "elastic"))
 	}, time.Minute, 500*time.Millisecond, "the objects of 2 replicas")

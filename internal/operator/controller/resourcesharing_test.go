@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
 
@@ -334,7 +335,11 @@ func TestResourceSharingLeavesForeignClaimsAlone(t *testing.T) {
 		for _, le := range got.Status.LastErrors {
 			descriptions = append(descriptions, le.Description)
 		}
-		assert.Contains(c, strings.Join(descriptions, "\n"), "ResourceClaim fs-all-fabric already exists and was not made by Grove")
+		assert.Contains(c, strings.Join(descriptions, "\n"), "ResourceClaim "+e.ns+"/fs-all-fabric (name from resourceSharing name \"fabric\" of PodCliqueSet fs) exists and was not created by Grove")
+		cond := condition(got.Status.Conditions, apicommon.ConditionNameConflict)
+		require.NotNil(c, cond)
+		assert.Equal(c, metav1.ConditionTrue, cond.Status)
+		assert.Contains(c, cond.Message, "ResourceClaim "+e.ns+"/fs-all-fabric")
 	})
 	got := &resourcev1.ResourceClaim{}
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(foreign), got))

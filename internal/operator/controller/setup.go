@@ -37,16 +37,12 @@ import (
 const EventSource = "grove-operator"
 
 // CacheByObject narrows the informer cache: grove-operator only ever reads the pods it
-// manages and its startup-waiter token Secrets, so it holds neither every pod nor any other
-// Secret of the cluster in memory.
+// manages, so it does not hold every pod of the cluster in memory. It reads no Secret at all.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
 		// Only the ResourceClaims of resource sharing, not those the scheduler makes for pods.
 		&resourcev1.ResourceClaim{}: {Label: labels.SelectorFromSet(labels.Set{apicommon.LabelManagedByKey: apicommon.LabelManagedByValue})},
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{
-			apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelComponentKey: apicommon.ComponentStartupWaiterToken,
-		})},
 	}
 }
 
@@ -115,7 +111,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}
-	if err := (&podcliquescalinggroup.Reconciler{Client: client.WithFieldOwner(pcsgClient, apicommon.ScalingGroupFieldManager), Claims: claims}).
+	if err := (&podcliquescalinggroup.Reconciler{Client: client.WithFieldOwner(pcsgClient, apicommon.ScalingGroupFieldManager), Claims: claims, Recorder: recorder}).
 		SetupWithManager(mgr, controllerOpts(c.PodCliqueScalingGroup)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueScalingGroup controller: %w", err)
 	}

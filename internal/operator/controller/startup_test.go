@@ -55,7 +55,7 @@ func parentArgs(p *corev1.Pod) []string {
 // TestStartupOrderingInitContainers: with cliqueStartupType InOrder, each clique waits for the
 // one before it. A base-gang member's parent that is a scaling-group member means the group's
 // base-gang replicas; a scaled replica only waits inside itself. Dependent pods get the waiter
-// as their first init container with the PodCliqueSet's token Secret mounted into it alone;
+// as their first init container with a projected, pod-bound token mounted into it alone;
 // cliques without parents, and PodCliqueSets without ordering, get neither.
 func TestStartupOrderingInitContainers(t *testing.T) {
 	e := newEnv(t, withConfig(func(cfg *configv1alpha1.OperatorConfiguration) {
@@ -118,14 +118,20 @@ func TestStartupOrderingInitContainers(t *testing.T) {
 		}
 	}
 	require.NotNil(t, tokenVolume)
-	require.NotNil(t, tokenVolume.Secret)
-	secret := &corev1.Secret{}
-	require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: tokenVolume.Secret.SecretName}, secret))
-	assert.Equal(t, corev1.SecretTypeServiceAccountToken, secret.Type)
-	assert.Equal(t, apicommon.PodServiceAccountName("ordered"), secret.Annotations[corev1.ServiceAccountNameKey], "a token of the PodCliqueSet's ServiceAccount")
-	assert.Equal(t, "ordered", metav1.GetControllerOf(secret).Name)
-	assert.Equal(t, []string{"ordered-startup-waiter-token"}, e.names(&corev1.SecretList{}, client.MatchingLabels{apicommon.LabelComponentKey: apicommon.ComponentStartupWaiterToken}),
-		"none for the PodCliqueSet without ordering")
+	require.Nil(t, tokenVolume.Secret, "no Secret holds a token")
+	require.NotNil(t, tokenVolume.Projected)
+	var token *corev1.ServiceAccountTokenProjection
+	for _, src := range tokenVolume.Projected.Sources {
+		if src.ServiceAccountToken != nil {
+			token = src.ServiceAccountToken
+		}
+	}
+	require.NotNil(t, token, "a token the kubelet requests for the pod")
+	assert.Equal(t, corev1.ServiceAccountTokenKey, token.Path)
+	assert.LessOrEqual(t, *token.ExpirationSeconds, int64(3600), "a bounded lifetime")
+	assert.Equal(t, apicommon.PodServiceAccountName("ordered"), decode.Spec.ServiceAccountName,
+		"a clique that names no ServiceAccount runs as the PodCliqueSet's, the one the waiter's Role is bound to")
+	assert.Empty(t, e.names(&corev1.SecretList{}), "no token Secret, for either PodCliqueSet")
 }
 
 // TestStartupWaiterProcess runs `grove-operator wait-for-cliques` as a real process with a

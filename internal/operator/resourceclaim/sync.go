@@ -30,7 +30,7 @@ const ReasonTemplateNotFound = "ResourceClaimTemplateNotFound"
 
 // ReasonClaimConflict is the reason of the Warning event when a claim's name is taken by a
 // ResourceClaim Grove does not own.
-const ReasonClaimConflict = "ResourceClaimConflict"
+const ReasonClaimConflict = apicommon.ReasonChildNameConflict
 
 // Syncer creates, adopts and removes the claims of resourceSharing entries.
 type Syncer struct {
@@ -122,9 +122,9 @@ func (s *Syncer) ensureAll(ctx context.Context, o owner, replicas []int) error {
 	return errors.Join(errs...)
 }
 
-// ensure creates a claim from its template, or brings an existing claim's labels and
-// controller reference up to date (a claim's spec is immutable). A claim of that name that
-// Grove did not make for this owner is left alone and reported.
+// ensure creates a claim from its template, or brings an existing claim's labels up to date (a
+// claim's spec is immutable). A claim of that name that Grove did not create for this owner
+// (common.Child) is left alone, never adopted, and reported.
 func (s *Syncer) ensure(ctx context.Context, o owner, e corev1alpha1.ResourceSharingSpec, replica int) error {
 	name := ClaimName(o.obj.GetName(), e, replica)
 	want := Labels(o.pcs.Name, o.kind, o.obj.GetName(), e, replica)
@@ -136,32 +136,21 @@ func (s *Syncer) ensure(ctx context.Context, o owner, e corev1alpha1.ResourceSha
 	if err != nil {
 		return err
 	}
-	if !metav1.IsControlledBy(rc, o.obj) && !adoptable(rc, want) {
-		return s.conflict(o, name)
+	if !o.child(e).Owns(rc) {
+		return s.conflict(o, e, rc)
 	}
 	orig := rc.DeepCopy()
 	rc.Labels = common.WithLabels(rc.Labels, want)
-	if err := controllerutil.SetControllerReference(o.obj, rc, s.Client.Scheme()); err != nil {
-		return err
-	}
-	if maps.Equal(orig.Labels, rc.Labels) && metav1.IsControlledBy(orig, o.obj) {
+	if maps.Equal(orig.Labels, rc.Labels) {
 		return nil
 	}
 	return client.IgnoreNotFound(s.Client.Patch(ctx, rc, client.MergeFrom(orig)))
 }
 
-// adoptable: a claim without a controller that carries the labels Grove gives this claim (it
-// was orphaned, e.g. by a delete that orphaned dependents).
-func adoptable(rc *resourcev1.ResourceClaim, want map[string]string) bool {
-	if metav1.GetControllerOf(rc) != nil {
-		return false
-	}
-	for k, v := range want {
-		if rc.Labels[k] != v {
-			return false
-		}
-	}
-	return true
+// child is what makes a claim of the entry the owner's (common.Child).
+func (o owner) child(e corev1alpha1.ResourceSharingSpec) common.Child {
+	return common.Child{Owner: o.obj, PodCliqueSet: o.pcs.Name, Component: apicommon.ComponentResourceClaim,
+		Field: fmt.Sprintf("resourceSharing name %q of %s %s", e.Name, o.kind, o.obj.GetName())}
 }
 
 func (s *Syncer) create(ctx context.Context, o owner, e corev1alpha1.ResourceSharingSpec, name string, want map[string]string) error {
@@ -194,17 +183,20 @@ func (s *Syncer) create(ctx context.Context, o owner, e corev1alpha1.ResourceSha
 	if err := s.Reader.Get(ctx, client.ObjectKeyFromObject(rc), existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !metav1.IsControlledBy(existing, o.obj) && !adoptable(existing, want) {
-		return s.conflict(o, name)
+	if !o.child(e).Owns(existing) {
+		return s.conflict(o, e, existing)
 	}
-	// Ours (or adoptable): the cache will show it and the next reconcile updates it.
+	// Ours: the cache will show it and the next reconcile updates it.
 	return nil
 }
 
-func (s *Syncer) conflict(o owner, name string) error {
-	msg := fmt.Sprintf("ResourceClaim %s already exists and was not made by Grove for %s %s", name, o.kind, o.obj.GetName())
-	s.warn(o.obj, ReasonClaimConflict, msg)
-	return errors.New(msg)
+// conflict reports a claim Grove did not create that holds the name of one of the owner's
+// claims, as a Warning event on the owner and a *common.NameConflict (which the PodCliqueSet
+// controller turns into its NameConflict condition).
+func (s *Syncer) conflict(o owner, e corev1alpha1.ResourceSharingSpec, rc *resourcev1.ResourceClaim) error {
+	nc := o.child(e).Conflict(rc, s.Client.Scheme())
+	s.warn(o.obj, ReasonClaimConflict, nc.Error())
+	return nc
 }
 
 // resolve finds the template of an entry: with a namespace, the ResourceClaimTemplate of that

@@ -49,7 +49,10 @@ const (
 	ComponentPCSPodClique          = "pcs-podclique"
 	ComponentPCSGPodClique         = "pcsg-podclique"
 	ComponentResourceClaim         = "resource-claim"
-	ComponentStartupWaiterToken    = "startup-waiter-token"
+	// ComponentStartupWaiterToken: the service-account-token Secrets earlier releases made for
+	// the startup waiter. None is made any more (the waiter's token is projected by the
+	// kubelet); the label finds the old ones to remove.
+	ComponentStartupWaiterToken = "startup-waiter-token"
 )
 
 // Startup ordering: pods of a clique that starts after others run the startup waiter
@@ -180,6 +183,11 @@ const (
 	// ConditionPodGangConflict on a PodCliqueSet is True while an object grove-operator does not
 	// own holds the name of one of its PodGangs.
 	ConditionPodGangConflict = "PodGangConflict"
+	// ConditionNameConflict on a PodCliqueSet is True while an object Grove did not create holds
+	// the name of one of its children (ServiceAccount, Role, RoleBinding, Service, HPA,
+	// PodClique, PodCliqueScalingGroup, ResourceClaim): the object is left alone, never adopted
+	// or deleted, and the child is not made.
+	ConditionNameConflict = "NameConflict"
 
 	ReasonInsufficientReadyPods     = "InsufficientReadyPods"
 	ReasonSufficientReadyPods       = "SufficientReadyPods"
@@ -228,6 +236,10 @@ const (
 	// Reasons of ConditionPodGangConflict (the first is also the event's reason).
 	ReasonPodGangNameTaken  = "PodGangNameTaken"
 	ReasonPodGangNamesOwned = "PodGangNamesOwned"
+
+	// Reasons of ConditionNameConflict (the first is also the event's reason).
+	ReasonChildNameConflict = "ChildNameConflict"
+	ReasonChildNamesOwned   = "ChildNamesOwned"
 
 	// Reasons of the PodScheduled=False condition and event grove-scheduler gives a pod whose
 	// grove.io/podgang label names a PodGang that does not exist, or whose PodGang has no

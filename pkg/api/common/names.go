@@ -76,8 +76,8 @@ func PodRoleName(pcs string) string { return fmt.Sprintf("grove.io:pcs:%s", pcs)
 // PodRoleBindingName binds PodRoleName to PodServiceAccountName.
 func PodRoleBindingName(pcs string) string { return fmt.Sprintf("grove.io:pcs:%s", pcs) }
 
-// StartupWaiterTokenSecretName is the Secret holding a token of PodServiceAccountName for the
-// startup waiter init containers of a PodCliqueSet's pods.
+// StartupWaiterTokenSecretName is the token Secret earlier releases kept for the startup
+// waiter (the waiter's token is projected now); kept to name the old Secrets in docs and tests.
 func StartupWaiterTokenSecretName(pcs string) string { return pcs + "-startup-waiter-token" }
 
 // HPAName is the HorizontalPodAutoscaler of a PodClique or PodCliqueScalingGroup.

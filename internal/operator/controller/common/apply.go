@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -22,8 +23,12 @@ import (
 // The stored object is read from the cache without a copy (the comparison's "before", never
 // written to) and copied once into obj for mutate: a copying read and a second copy for the
 // comparison were the scaling-group controller's largest CPU cost in a rolling update.
-func CreateOrPatch(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
-	res, _, err := CreateOrPatchRecorded(ctx, c, nil, obj, mutate)
+//
+// Only the child's own object is ever patched (Child.Owns): an object of that name Grove did not
+// create is left as it is and reported as a *NameConflict. Created and patched objects get the
+// child's labels and controller reference after mutate.
+func CreateOrPatch(ctx context.Context, c client.Client, child Child, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
+	res, _, err := CreateOrPatchRecorded(ctx, c, nil, child, obj, mutate)
 	return res, err
 }
 
@@ -33,7 +38,25 @@ func CreateOrPatch(ctx context.Context, c client.Client, obj client.Object, muta
 // create behind sent that create again (the 500×2 apply sent 574 PodClique creates for 500,
 // the twins refused AlreadyExists), and a patch computed from a copy older than the last one
 // can leave out a field that changed and changed back.
-func CreateOrPatchRecorded(ctx context.Context, c client.Client, w *OwnWrites, obj client.Object, mutate controllerutil.MutateFn) (res controllerutil.OperationResult, behind bool, err error) {
+//
+// A create refused with AlreadyExists reports behind too: either the cache does not show the
+// object yet, or the cache leaves it out (a label-filtered kind) and only a later pass can tell
+// whose it is.
+func CreateOrPatchRecorded(ctx context.Context, c client.Client, w *OwnWrites, child Child, obj client.Object, mutate controllerutil.MutateFn) (res controllerutil.OperationResult, behind bool, err error) {
+	return createOrPatch(ctx, c, w, &child, obj, mutate)
+}
+
+// CreateOrPatchConfigured is CreateOrPatch for an object the operator's configuration names
+// (a managed ClusterTopology of a topology profile): the cluster admin who wrote the
+// configuration decided that the object of that name is Grove's, so it is written whoever
+// created it. Never use it for an object whose name a PodCliqueSet author chooses.
+func CreateOrPatchConfigured(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
+	res, _, err := createOrPatch(ctx, c, nil, nil, obj, mutate)
+	return res, err
+}
+
+// createOrPatch: child nil writes the object whoever created it.
+func createOrPatch(ctx context.Context, c client.Client, w *OwnWrites, child *Child, obj client.Object, mutate controllerutil.MutateFn) (res controllerutil.OperationResult, behind bool, err error) {
 	key := client.ObjectKeyFromObject(obj)
 	before := obj.DeepCopyObject().(client.Object)
 	if err := c.Get(ctx, key, before, client.UnsafeDisableDeepCopy); err != nil {
@@ -43,23 +66,26 @@ func CreateOrPatchRecorded(ctx context.Context, c client.Client, w *OwnWrites, o
 		if w.Behind(key, nil) {
 			return controllerutil.OperationResultNone, true, nil
 		}
-		if err := mutateKeeping(key, obj, mutate); err != nil {
+		if err := mutateKeeping(key, obj, child, c.Scheme(), mutate); err != nil {
 			return controllerutil.OperationResultNone, false, err
 		}
 		if err := c.Create(ctx, obj); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return controllerutil.OperationResultNone, false, nil
+				return controllerutil.OperationResultNone, true, nil
 			}
 			return controllerutil.OperationResultNone, false, err
 		}
 		w.Wrote(obj)
 		return controllerutil.OperationResultCreated, false, nil
 	}
+	if child != nil && !child.Owns(before) {
+		return controllerutil.OperationResultNone, false, child.Conflict(before, c.Scheme())
+	}
 	if w.Behind(key, before) {
 		return controllerutil.OperationResultNone, true, nil
 	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(before.DeepCopyObject()).Elem())
-	if err := mutateKeeping(key, obj, mutate); err != nil {
+	if err := mutateKeeping(key, obj, child, c.Scheme(), mutate); err != nil {
 		return controllerutil.OperationResultNone, false, err
 	}
 	if equality.Semantic.DeepEqual(before, obj) {
@@ -79,10 +105,16 @@ func CreateOrPatchRecorded(ctx context.Context, c client.Client, w *OwnWrites, o
 	return controllerutil.OperationResultUpdated, false, nil
 }
 
-// mutateKeeping runs mutate and refuses a change of the object's name or namespace.
-func mutateKeeping(key client.ObjectKey, obj client.Object, mutate controllerutil.MutateFn) error {
+// mutateKeeping runs mutate, marks the object as the child and refuses a change of its name or
+// namespace.
+func mutateKeeping(key client.ObjectKey, obj client.Object, child *Child, scheme *runtime.Scheme, mutate controllerutil.MutateFn) error {
 	if err := mutate(); err != nil {
 		return err
+	}
+	if child != nil {
+		if err := child.mark(obj, scheme); err != nil {
+			return err
+		}
 	}
 	if client.ObjectKeyFromObject(obj) != key {
 		return fmt.Errorf("%s: the mutate function renamed the object to %s", key, client.ObjectKeyFromObject(obj))

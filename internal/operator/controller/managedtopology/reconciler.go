@@ -49,7 +49,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	ct := &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
-	_, err := common.CreateOrPatch(ctx, r.Client, ct, func() error {
+	_, err := common.CreateOrPatchConfigured(ctx, r.Client, ct, func() error {
 		if common.IsTerminating(ct) {
 			return nil // recreated once it is gone
 		}

@@ -177,7 +177,7 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 	for _, c := range pending.Creations {
 		used[c.Index] = true
 	}
-	waiter, waiterVolume, err := r.startupWaiter(ctx, pclq)
+	waiter, waiterVolume, waiterSA, err := r.startupWaiter(ctx, pcs, pclq)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 	created, err := common.SlowStart(ctx, n, func(ctx context.Context, i int) error {
 		pod := buildPod(pclq, place, indices[i], b)
 		resourceclaim.Inject(&pod.Spec, claims.ForPod(indices[i]))
-		withStartupWaiter(pod, waiter, waiterVolume)
+		withStartupWaiter(pod, waiter, waiterVolume, waiterSA)
 		if err := r.Client.Create(ctx, pod); err != nil {
 			return refusal(err)
 		}

@@ -7,12 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -25,6 +27,8 @@ import (
 // Reconciler reconciles PodCliqueScalingGroups.
 type Reconciler struct {
 	Client client.Client
+	// Recorder reports member names held by PodCliques Grove did not create; optional.
+	Recorder events.EventRecorder
 	// Claims keeps the ResourceClaims of the scaling group's resourceSharing entries.
 	Claims *resourceclaim.Syncer
 
@@ -71,8 +75,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// The group's claims exist before its members' pods reference them.
 	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
+	var conflicts bool
 	if syncErr == nil {
-		syncErr = r.syncMembers(ctx, pcs, pcsg, members)
+		conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members)
 	}
 	if syncErr == nil {
 		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
@@ -81,6 +86,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var res reconcile.Result
 	if behind {
 		res.RequeueAfter = common.CacheBehindRetry
+	} else if conflicts {
+		// The other PodClique's deletion sends no event this controller sees.
+		res.RequeueAfter = common.NameConflictRecheck
 	}
 	return res, errors.Join(syncErr, statusErr)
 }
@@ -104,10 +112,11 @@ func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliq
 
 // syncMembers deletes the PodCliques of replicas at or above spec.replicas (and of cliques no
 // longer in the group) and creates or updates the others.
-func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) error {
+// It reports whether a member's name is held by a PodClique Grove did not create.
+func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) (bool, error) {
 	pcsReplica, ok := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !ok {
-		return reconcile.TerminalError(fmt.Errorf("PodCliqueScalingGroup %s has no valid %s label", pcsg.Name, apicommon.LabelPodCliqueSetReplicaIndex))
+		return false, reconcile.TerminalError(fmt.Errorf("PodCliqueScalingGroup %s has no valid %s label", pcsg.Name, apicommon.LabelPodCliqueSetReplicaIndex))
 	}
 	minAvailable := int(ptrOr(pcsg.Spec.MinAvailable, 1))
 	var targets []common.PodCliqueTarget
@@ -136,19 +145,34 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 	_, delErr := common.SlowStart(ctx, len(unwanted), func(ctx context.Context, i int) error {
 		return common.Delete(ctx, r.Client, unwanted[i])
 	})
+	var conflicts atomic.Bool
 	_, err := common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: pcsg.Namespace}}
-		_, err := common.CreateOrPatch(ctx, r.Client, pclq, func() error {
+		own := common.Child{Owner: pcsg, PodCliqueSet: pcs.Name, Component: apicommon.ComponentPCSGPodClique,
+			Field: "spec.template.podCliqueScalingGroups[].cliqueNames[]: " + t.Clique.Name}
+		_, err := common.CreateOrPatch(ctx, r.Client, own, pclq, func() error {
 			common.MutatePodClique(pclq, t)
-			return controllerutil.SetControllerReference(pcsg, pclq, r.Client.Scheme())
+			return nil
 		})
+		if nc, ok := common.AsNameConflict(err); ok {
+			// The PodCliqueSet reports it too (its condition); the group says which of its members.
+			r.warn(pcsg, corev1.EventTypeWarning, apicommon.ReasonChildNameConflict, "CreatePodClique", "%s", nc.Error())
+			conflicts.Store(true)
+			return nil
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("PodClique %s: %w", t.Name(), err)
 		}
 		return nil
 	})
-	return errors.Join(delErr, err)
+	return conflicts.Load(), errors.Join(delErr, err)
+}
+
+func (r *Reconciler) warn(pcsg *corev1alpha1.PodCliqueScalingGroup, eventType, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(pcsg, nil, eventType, reason, action, format, args...)
+	}
 }
 
 func ptrOr(p *int32, def int32) int32 {

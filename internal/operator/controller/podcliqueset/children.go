@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -136,5 +135,11 @@ func (c *children) ownedScalingGroups(ctx context.Context, pcs *corev1alpha1.Pod
 // controlledAs: obj is of the component and the PodCliqueSet controls it (objects that only look like
 // ours are never touched).
 func controlledAs(obj client.Object, pcs *corev1alpha1.PodCliqueSet, component string) bool {
-	return obj.GetLabels()[apicommon.LabelComponentKey] == component && metav1.IsControlledBy(obj, pcs)
+	return child(pcs, component, "").Owns(obj)
+}
+
+// child is the common.Child of one of the PodCliqueSet's components; field is the PodCliqueSet
+// field its name comes from.
+func child(pcs *corev1alpha1.PodCliqueSet, component, field string) common.Child {
+	return common.Child{Owner: pcs, PodCliqueSet: pcs.Name, Component: component, Field: field}
 }

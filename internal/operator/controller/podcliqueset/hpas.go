@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -34,6 +33,8 @@ type autoscalerTarget struct {
 	replica int
 	kind    string
 	name    string
+	// field is the PodCliqueSet field the target's (and the HPA's) name comes from.
+	field string
 	// config has defaults applied: minReplicas is set.
 	config *corev1alpha1.AutoScalingConfig
 }
@@ -47,7 +48,7 @@ func autoscalerTargets(pcs *corev1alpha1.PodCliqueSet) []autoscalerTarget {
 				continue
 			}
 			targets = append(targets, autoscalerTarget{replica: i, kind: "PodClique", config: c.Spec.ScaleConfig,
-				name: apicommon.StandalonePodCliqueName(pcs.Name, i, c.Name)})
+				name: apicommon.StandalonePodCliqueName(pcs.Name, i, c.Name), field: cliqueField(pcs, c.Name)})
 		}
 		for gi := range t.PodCliqueScalingGroupConfigs {
 			g := &t.PodCliqueScalingGroupConfigs[gi]
@@ -55,7 +56,7 @@ func autoscalerTargets(pcs *corev1alpha1.PodCliqueSet) []autoscalerTarget {
 				continue
 			}
 			targets = append(targets, autoscalerTarget{replica: i, kind: "PodCliqueScalingGroup", config: g.ScaleConfig,
-				name: apicommon.PodCliqueScalingGroupName(pcs.Name, i, g.Name)})
+				name: apicommon.PodCliqueScalingGroupName(pcs.Name, i, g.Name), field: scalingGroupField(gi)})
 		}
 	}
 	return targets
@@ -74,7 +75,7 @@ func (c *horizontalPodAutoscalers) Sync(ctx context.Context, st *state) error {
 	errs := []error{deleteUnwanted(ctx, c.r.Client, nil, owned, wanted)}
 	for _, t := range targets {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: apicommon.HPAName(t.name), Namespace: st.pcs.Namespace}}
-		if _, err := common.CreateOrPatch(ctx, c.r.Client, hpa, func() error {
+		if _, err := common.CreateOrPatch(ctx, c.r.Client, child(st.stored, apicommon.ComponentHPA, t.field), hpa, func() error {
 			hpa.Labels = common.WithLabels(hpa.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentHPA, t.replica))
 			// Only the fields Grove decides are set: the apiserver defaults spec.behavior, and
 			// overwriting it would rewrite the object on every reconcile.
@@ -84,8 +85,8 @@ func (c *horizontalPodAutoscalers) Sync(ctx context.Context, st *state) error {
 			hpa.Spec.MinReplicas = ptr.To(ptr.Deref(t.config.MinReplicas, 1))
 			hpa.Spec.MaxReplicas = t.config.MaxReplicas
 			hpa.Spec.Metrics = autoscalerMetrics(t.config)
-			return controllerutil.SetControllerReference(st.stored, hpa, c.r.Client.Scheme())
-		}); err != nil {
+			return nil
+		}); st.conflict(err) != nil {
 			errs = append(errs, fmt.Errorf("HorizontalPodAutoscaler %s: %w", hpa.Name, err))
 		}
 	}

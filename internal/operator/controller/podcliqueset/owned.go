@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -26,7 +25,7 @@ func listOwned(ctx context.Context, c client.Client, pcs *corev1alpha1.PodClique
 	var owned []client.Object
 	for _, item := range items {
 		obj, ok := item.(client.Object)
-		if ok && metav1.IsControlledBy(obj, pcs) {
+		if ok && controlledAs(obj, pcs, component) {
 			owned = append(owned, obj)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,10 +57,12 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
-		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, pclq, func() error {
+		own := child(st.stored, apicommon.ComponentPCSPodClique, cliqueField(st.pcs, t.Clique.Name))
+		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, own, pclq, func() error {
 			common.MutatePodClique(pclq, t)
-			return controllerutil.SetControllerReference(st.stored, pclq, c.r.Client.Scheme())
+			return nil
 		})
+		err = st.conflict(err)
 		if behind {
 			st.requeueAfter(common.CacheBehindRetry)
 		}
@@ -103,7 +106,7 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 	if anyUnwanted(owned, wanted) {
 		st.children.wrote(childScalingGroups)
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted), c.memberConflicts(ctx, st, groups)}
 	type target struct{ replica, config int }
 	var targets []target
 	for i := range int(st.pcs.Spec.Replicas) {
@@ -116,7 +119,8 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 		i, g := targets[n].replica, &t.PodCliqueScalingGroupConfigs[targets[n].config]
 		pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
 			Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
-		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, pcsg, func() error {
+		own := child(st.stored, apicommon.ComponentPodCliqueScalingGroup, scalingGroupField(targets[n].config))
+		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, own, pcsg, func() error {
 			pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
 			for k, v := range g.Annotations {
 				if pcsg.Annotations == nil {
@@ -130,8 +134,9 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 			minAvailable := corev1alpha1.ScalingGroupMinAvailable(g)
 			pcsg.Spec.MinAvailable = &minAvailable
 			pcsg.Spec.CliqueNames = append([]string(nil), g.CliqueNames...)
-			return controllerutil.SetControllerReference(st.stored, pcsg, c.r.Client.Scheme())
+			return nil
 		})
+		err = st.conflict(err)
 		if behind {
 			st.requeueAfter(common.CacheBehindRetry)
 		}
@@ -146,6 +151,70 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 	return errors.Join(append(errs, err)...)
 }
 
+// memberConflicts reports, on the PodCliqueSet, the member PodCliques of its scaling groups whose
+// names are held by PodCliques Grove did not create (the groups' controller leaves them alone
+// and says so on the group). Only names no member of the group holds are looked up, in the
+// cache.
+func (c *scalingGroups) memberConflicts(ctx context.Context, st *state, groups []*corev1alpha1.PodCliqueScalingGroup) error {
+	pclqs, err := st.children.podCliques(ctx)
+	if err != nil {
+		return err
+	}
+	members := map[string]bool{}
+	for i := range pclqs {
+		if ref := metav1.GetControllerOf(&pclqs[i]); ref != nil && ref.Kind == "PodCliqueScalingGroup" {
+			members[pclqs[i].Name] = true
+		}
+	}
+	for _, g := range groups {
+		replica, _ := common.IntLabel(g, apicommon.LabelPodCliqueSetReplicaIndex)
+		gi := slices.IndexFunc(st.pcs.Spec.Template.PodCliqueScalingGroupConfigs, func(cfg corev1alpha1.PodCliqueScalingGroupConfig) bool {
+			return apicommon.PodCliqueScalingGroupName(st.pcs.Name, replica, cfg.Name) == g.Name
+		})
+		for j := range int(g.Spec.Replicas) {
+			for _, clique := range g.Spec.CliqueNames {
+				name := apicommon.ScalingGroupPodCliqueName(g.Name, j, clique)
+				if members[name] {
+					continue
+				}
+				if err := c.checkMember(ctx, st, g, gi, clique, name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkMember records a conflict when a PodClique Grove did not create holds a member's name.
+func (c *scalingGroups) checkMember(ctx context.Context, st *state, g *corev1alpha1.PodCliqueScalingGroup, gi int, clique, name string) error {
+	other := &corev1alpha1.PodClique{}
+	if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: g.Namespace, Name: name}, other); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	own := common.Child{Owner: g, PodCliqueSet: st.pcs.Name, Component: apicommon.ComponentPCSGPodClique,
+		Field: fmt.Sprintf("%s, %s", scalingGroupField(gi), cliqueField(st.pcs, clique))}
+	if own.Owns(other) {
+		return nil
+	}
+	return st.conflict(own.Conflict(other, c.r.Client.Scheme()))
+}
+
 func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
 	return deleteOwned(ctx, c.r.Client, c.r.childWrites, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+}
+
+// cliqueField is the path of a clique's name in the PodCliqueSet, for conflict reports.
+func cliqueField(pcs *corev1alpha1.PodCliqueSet, clique string) string {
+	for i, c := range pcs.Spec.Template.Cliques {
+		if c != nil && c.Name == clique {
+			return fmt.Sprintf("spec.template.cliques[%d].name", i)
+		}
+	}
+	return "spec.template.cliques"
+}
+
+// scalingGroupField is the path of a scaling group's name in the PodCliqueSet.
+func scalingGroupField(i int) string {
+	return fmt.Sprintf("spec.template.podCliqueScalingGroups[%d].name", i)
 }

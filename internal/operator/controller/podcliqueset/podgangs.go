@@ -371,7 +371,7 @@ func (c *podGangs) nameTaken(ctx context.Context, st *state, name string) (bool,
 		return false, nil
 	case err != nil:
 		return false, err
-	case metav1.IsControlledBy(other, st.stored):
+	case controlledAs(other, st.stored, apicommon.ComponentPodGang):
 		return false, nil
 	}
 	holder := "no controller"

@@ -119,12 +119,33 @@ func setPodCreateFailedCondition(conditions *[]metav1.Condition, st *state, pclq
 	common.SetCondition(conditions, c, st.stored.Generation)
 }
 
+// setNameConflictCondition reports children whose names are held by objects Grove did not
+// create, naming each and the field its name comes from; without a conflict, ever, there is no
+// condition.
+func setNameConflictCondition(conditions *[]metav1.Condition, st *state) {
+	c := metav1.Condition{Type: apicommon.ConditionNameConflict, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonChildNamesOwned, Message: "every child name is free or held by an object Grove created for this PodCliqueSet"}
+	if len(st.nameConflicts) > 0 {
+		msgs := make([]string, 0, len(st.nameConflicts))
+		for _, nc := range st.nameConflicts {
+			msgs = append(msgs, nc.Error())
+		}
+		slices.Sort(msgs) // one message for one set of conflicts, whatever order the writers ran in
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonChildNameConflict
+		c.Message = strings.Join(slices.Compact(msgs), "; ") + ". Grove never adopts, changes or deletes it: delete it or rename the PodCliqueSet"
+	} else if meta.FindStatusCondition(*conditions, c.Type) == nil {
+		return
+	}
+	common.SetCondition(conditions, c, st.stored.Generation)
+}
+
 // recordConditionEvents emits a warning event when a problem condition starts reporting (or
 // changes what it reports).
 func (r *Reconciler) recordConditionEvents(st *state, status *corev1alpha1.PodCliqueSetStatus) {
 	for _, ev := range []struct{ condition, action string }{
 		{apicommon.ConditionPriorityClassNotFound, "CreatePods"},
 		{apicommon.ConditionPodGangConflict, "CreatePodGang"},
+		{apicommon.ConditionNameConflict, "CreateChild"},
 		// Required constraints degraded: a level or the whole ClusterTopology went away.
 		{apicommon.ConditionTopologyLevelsUnavailable, "TranslateTopology"},
 	} {

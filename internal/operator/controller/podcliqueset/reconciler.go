@@ -109,6 +109,10 @@ type state struct {
 	// podGangConflicts describe PodGangs whose names are held by objects not owned by this
 	// PodCliqueSet.
 	podGangConflicts []string
+	// nameConflicts are the children whose names are held by objects Grove did not create.
+	nameConflicts []*common.NameConflict
+	// serviceAccountTaken: the pods' ServiceAccount name is held by one Grove did not create.
+	serviceAccountTaken bool
 	// takenOver: this reconcile adopted objects another Grove operator wrote (adopt.go).
 	takenOver bool
 	// gangsPending: the gang writer has not written this generation's PodGangs yet, so the
@@ -118,9 +122,31 @@ type state struct {
 	requeue time.Duration
 	// children: the PodCliqueSet's children as this reconcile observed them.
 	children *children
-	// mu guards requeue and podGangConflicts, which the PodGang writes of one slow-start
+	// mu guards requeue, podGangConflicts and nameConflicts, which the PodGang writes of one slow-start
 	// batch report concurrently.
 	mu sync.Mutex
+}
+
+// conflict records err when it is a name conflict, to be reported on the PodCliqueSet, and
+// returns nil for it: the other children are kept as usual. The foreign object's deletion sends
+// no event this controller sees, so the name is looked at again shortly.
+func (s *state) conflict(err error) error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range joined.Unwrap() {
+			rest = append(rest, s.conflict(e))
+		}
+		return errors.Join(rest...)
+	}
+	nc, ok := common.AsNameConflict(err)
+	if !ok {
+		return err
+	}
+	s.mu.Lock()
+	s.nameConflicts = append(s.nameConflicts, nc)
+	s.mu.Unlock()
+	s.requeueAfter(common.NameConflictRecheck)
+	return nil
 }
 
 // requeueAfter asks for the reconcile to run again within d.
@@ -156,7 +182,7 @@ func (s *state) translated() packing.Translated {
 
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
-		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &startupWaiterTokens{r}, &resourceClaims{r},
+		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &resourceClaims{r},
 		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r},
 		// The PodGangs have a controller of their own (gangwriter.go). Pods need not wait for
 		// their replica's Service: it comes after what gates them.
@@ -170,7 +196,7 @@ func (r *Reconciler) components() []component.Component[*state] {
 func (r *Reconciler) deletionOrder() []component.Component[*state] {
 	return []component.Component[*state]{
 		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r}, &partialGangs{r}, &gangTermination{r},
-		&headlessServices{r}, &resourceClaims{r}, &startupWaiterTokens{r}, &roleBindings{r}, &roles{r}, &serviceAccounts{r},
+		&headlessServices{r}, &resourceClaims{r}, &roleBindings{r}, &roles{r}, &serviceAccounts{r},
 	}
 }
 

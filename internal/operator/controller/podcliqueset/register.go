@@ -119,7 +119,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&corev1.Service{}, deletion).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}, driftOrDeletion).
 		Owns(&corev1.ServiceAccount{}, deletion).
-		Owns(&corev1.Secret{}, deletion).
 		Owns(&rbacv1.Role{}, deletion).
 		Owns(&rbacv1.RoleBinding{}, deletion).
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).

@@ -13,7 +13,11 @@ type resourceClaims struct{ r *Reconciler }
 func (*resourceClaims) Name() string { return "resource-claim" }
 
 func (c *resourceClaims) Sync(ctx context.Context, st *state) error {
-	return c.r.Claims.SyncPodCliqueSet(ctx, st.pcs)
+	err := c.r.Claims.SyncPodCliqueSet(ctx, st.pcs)
+	// A conflict is reported on the PodCliqueSet and still fails the sync: the pods that use the
+	// claim must not be made while another's claim holds its name.
+	_ = st.conflict(err)
+	return err
 }
 
 // Delete leaves the claims to the garbage collector: they are owned by the PodCliqueSet and

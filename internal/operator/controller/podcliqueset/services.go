@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 
@@ -60,7 +59,8 @@ const serviceCreatesPerSync = 50
 
 func (c *headlessServices) apply(ctx context.Context, st *state, replica int) error {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: apicommon.HeadlessServiceName(st.pcs.Name, replica), Namespace: st.pcs.Namespace}}
-	_, err := common.CreateOrPatch(ctx, c.r.Client, svc, func() error {
+	// The name is the PodCliqueSet's and the replica index.
+	_, err := common.CreateOrPatch(ctx, c.r.Client, child(st.stored, apicommon.ComponentHeadlessService, "metadata.name"), svc, func() error {
 		svc.Labels = common.WithLabels(svc.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentHeadlessService, replica))
 		if svc.ResourceVersion == "" {
 			svc.Spec.ClusterIP = corev1.ClusterIPNone
@@ -69,9 +69,9 @@ func (c *headlessServices) apply(ctx context.Context, st *state, replica int) er
 		selector[apicommon.LabelPodCliqueSetReplicaIndex] = strconv.Itoa(replica)
 		svc.Spec.Selector = selector
 		svc.Spec.PublishNotReadyAddresses = st.pcs.Spec.Template.HeadlessServiceConfig.PublishNotReadyAddresses
-		return controllerutil.SetControllerReference(st.stored, svc, c.r.Client.Scheme())
+		return nil
 	})
-	return err
+	return st.conflict(err)
 }
 
 func (c *headlessServices) Delete(ctx context.Context, st *state) error {

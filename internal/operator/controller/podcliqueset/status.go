@@ -175,6 +175,7 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	setPriorityClassCondition(&status.Conditions, st)
 	setPodGangConflictCondition(&status.Conditions, st)
 	setPodCreateFailedCondition(&status.Conditions, st, pclqs)
+	setNameConflictCondition(&status.Conditions, st)
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
 }
