@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -185,11 +184,6 @@ func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 		}
 	}
 	return queueKey{time: e.GetTimestamp()}
-}
-
-func splitKey(key string) (namespace, name string) {
-	namespace, name, _ = strings.Cut(key, "/")
-	return namespace, name
 }
 
 func (p *Plugin) setQueueTime(key string, t time.Time) { p.gangs.SetQueueTime(key, t, false) }

@@ -22,8 +22,8 @@ import (
 func TestFirstGangOfAGroupChoosesTheBlockForTheGroup(t *testing.T) {
 	p := newTestPlugin(t, 0)
 	shared := &v1alpha1.SharedTopologyConstraint{Group: "p-0", PackConstraint: &v1alpha1.TopologyPackConstraint{Required: ptr.To(zoneKey)}}
-	spec := func(min int32) v1alpha1.PodGangSpec {
-		s := gangSpec(min, "", "")
+	spec := func(quorum int32) v1alpha1.PodGangSpec {
+		s := gangSpec(quorum, "", "")
 		s.SharedTopologyConstraint = shared
 		return s
 	}
