@@ -186,7 +186,8 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 }
 
 // TestFinishedPodIsReplaced: a pod that failed (evicted, say) no longer counts: the PodClique
-// creates a replacement with a new index and the PodGang swaps the references.
+// creates a replacement with the failed pod's index (as upstream: only active pods hold an
+// index) and the PodGang swaps the references.
 func TestFinishedPodIsReplaced(t *testing.T) {
 	e := newEnv(t)
 	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "evict"},
@@ -212,7 +213,7 @@ func TestFinishedPodIsReplaced(t *testing.T) {
 				replacement = append(replacement, p.Spec.Hostname)
 			}
 		}
-		assert.Equal(c, []string{"evict-0-a-1", "evict-0-a-2"}, replacement, "the failed pod keeps index 0 until it is gone")
+		assert.Equal(c, []string{"evict-0-a-0", "evict-0-a-1"}, replacement, "the replacement takes the failed pod's index")
 		refs := refNames(e.podGang(c, "evict-0").Spec.PodGroups[0])
 		assert.Len(c, refs, 2)
 		assert.NotContains(c, refs, failed.Name)
