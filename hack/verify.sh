@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when generated code or CRDs are stale, go.mod/go.sum are untidy, Go code is not
-# gofmt'ed, the vendored third-party CRDs differ from ../shared/thirdparty-crds, the API
+# gofmt'ed, the vendored third-party CRDs (but KAI's) differ from ../shared/thirdparty-crds, the API
 # reference (docs/reference/api) is not what `make docs` renders, a wire-contract name of
 # pkg/api is missing from docs/reference, or a link in README.md or docs/ does not resolve.
 set -euo pipefail
@@ -40,8 +40,10 @@ done
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
 if [[ -n "$unformatted" ]]; then echo "not gofmt'ed:"; echo "$unformatted"; status=1; fi
 
+# kai/ is newer than the shared set (KAI's minSubGroup came after it); the README of
+# config/thirdparty-crds records the upstream commit of each folder.
 if [[ -d ../shared/thirdparty-crds ]]; then
-  if ! diff -r ../shared/thirdparty-crds config/thirdparty-crds >/dev/null; then
+  if ! diff -r -x kai -x README.md ../shared/thirdparty-crds config/thirdparty-crds >/dev/null; then
     echo "config/thirdparty-crds differs from ../shared/thirdparty-crds: copy them again"; status=1
   fi
 fi

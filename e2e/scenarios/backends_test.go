@@ -117,6 +117,44 @@ func TestThirdPartyBackendsUnderTheShippedRBAC(t *testing.T) {
 			expectOwners(nil)
 		})
 	}
+
+	// A PodCliqueSet-wide required rack over a scaling group that scales out: KAI (whose CRD
+	// here has minSubGroup) gets one PodGroup for the replica, which every pod names, with the
+	// scaled gang nested inside; no scaled gang has a PodGroup of its own.
+	t.Run("kai-scheduler keeps a replica in one domain", func(t *testing.T) {
+		name := "kai-wide"
+		p := withTopology(withGroup(pcs(ns, name, 1, clique("router", 1, "1"), clique("worker", 1, "1")), "workers", 2, 1, "worker"), "fabric", "rack", "")
+		p.Labels = map[string]string{kai.LabelQueue: "team-a"}
+		for _, c := range p.Spec.Template.Cliques {
+			c.Spec.PodSpec.SchedulerName = string(configv1alpha1.SchedulerNameKAI)
+		}
+		require.NoError(t, env.Client.Create(ctx, p))
+		base := name + "-0"
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			u, found, err := getUnstructured(ctx, env.Client, kai.PodGroupGVK, client.ObjectKey{Namespace: ns, Name: base})
+			if !assert.NoError(c, err) || !assert.True(c, found) {
+				return
+			}
+			spec, _ := u.Object["spec"].(map[string]any)
+			assert.Equal(c, map[string]any{"topology": "fabric", "requiredTopologyLevel": framework.RackKey}, spec["topologyConstraint"])
+			var names []string
+			for _, s := range spec["subGroups"].([]any) {
+				names = append(names, s.(map[string]any)["name"].(string))
+			}
+			assert.Contains(c, names, base+"-workers-0-podgang", "the scaled gang's branch")
+			assert.Contains(c, names, base+"-workers-1-worker", "the scaled gang's PodClique")
+			assert.ElementsMatch(c, []string{base}, gangOwners(c, ctx, env.Client, kai.PodGroupGVK, ns, name), "one KAI PodGroup, the base PodGang's")
+		}, 2*time.Minute, 250*time.Millisecond, describe(env, ns, name, base))
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			pods := podsOf(t, env, ns, name)
+			assert.Len(c, pods, 3)
+			for _, pod := range pods {
+				assert.Equal(c, base, pod.Annotations[kai.AnnotationPodGroupName], pod.Name)
+				assert.Equal(c, pod.Labels[common.LabelPodClique], pod.Labels[kai.LabelSubGroupName], pod.Name)
+			}
+		}, time.Minute, 250*time.Millisecond, "every pod of the replica names its KAI PodGroup")
+		require.NoError(t, env.Client.Delete(ctx, p))
+	})
 	w.assertNoPartialGang()
 }
 

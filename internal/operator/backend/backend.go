@@ -96,6 +96,11 @@ type PodGangRef struct {
 	Name string
 	// PodGroup is the name of the pod's PodGroup (its PodClique).
 	PodGroup string
+	// SharedGroup is the group of PodGangs that share the PodCliqueSet replica's required
+	// domain (the replica's base PodGang), when that domain spans PodGangs (see
+	// ReplicaWideRequired); empty otherwise. A backend that schedules such a group as one unit
+	// points the pod at it.
+	SharedGroup string
 }
 
 // InitContext is what a backend gets at start-up.

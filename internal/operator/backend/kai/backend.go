@@ -78,6 +78,9 @@ type Backend struct {
 	cfg    Config
 	// disableStaleEviction: the PodGroup API has spec.stalenessGracePeriod (see neverStale).
 	disableStaleEviction bool
+	// nestedSubGroups: the PodGroup API has minSubGroup, so a subGroup can require its
+	// children, and a PodCliqueSet replica can be one KAI PodGroup (see replica.go).
+	nestedSubGroups bool
 }
 
 var (
@@ -108,6 +111,12 @@ func (b *Backend) Init(_ context.Context, ic backend.InitContext) error {
 		if !has {
 			b.log.Info("The KAI PodGroup API has no spec.stalenessGracePeriod (KAI before v0.17): KAI's stale-gang eviction (its globalDefaultStalenessGracePeriod) may evict a gang below its minMember before the PodCliqueSet's terminationDelay ends")
 		}
+		if b.nestedSubGroups, err = podGroupHasMinSubGroup(ic.Discovery); err != nil {
+			return fmt.Errorf("kai-scheduler: %w", err)
+		}
+		if !b.nestedSubGroups {
+			b.log.Info("The KAI PodGroup API has no spec.minSubGroup: PodCliqueSets whose required domain spans a replica's PodGangs are refused, since each PodGang must be a KAI PodGroup of its own")
+		}
 	}
 	return nil
 }
@@ -119,6 +128,9 @@ func (b *Backend) PreparePod(pod *corev1.Pod, pg backend.PodGangRef) {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[AnnotationPodGroupName] = pg.Name
+	if pg.SharedGroup != "" && b.nestedSubGroups {
+		pod.Annotations[AnnotationPodGroupName] = pg.SharedGroup // the replica's KAI PodGroup
+	}
 	pod.Annotations[AnnotationSkipPodGrouper] = "true"
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
@@ -130,13 +142,13 @@ func (b *Backend) PreparePod(pod *corev1.Pod, pg backend.PodGangRef) {
 // pod label that names it.
 func SubGroupName(podGroup string) string { return common.ShortenLabelValue(podGroup) }
 
-// ValidatePodCliqueSet rejects PodCliqueSets without one KAI queue, and a PodCliqueSet-level
-// required domain that must hold across PodGangs: each PodGang is its own KAI PodGroup, and
-// KAI packs a PodGroup on its own, so scaled PodGangs could land outside the domain the base
-// PodGang took.
+// ValidatePodCliqueSet rejects PodCliqueSets without one KAI queue, and, where the KAI
+// PodGroup API has no minSubGroup, a PodCliqueSet-level required domain that must hold across
+// PodGangs: there each PodGang is its own KAI PodGroup, and KAI packs a PodGroup on its own, so
+// scaled PodGangs could land outside the domain the base PodGang took.
 func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodCliqueSet) ([]string, field.ErrorList) {
 	_, errs := ResolveQueue(pcs, b.cfg.DefaultQueue)
-	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
+	if p, group := backend.ReplicaWideRequired(pcs); p != nil && !b.nestedSubGroups {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
 	return nil, errs
@@ -145,13 +157,17 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs
 // is rejected; %s is the scaling group.
 const ReplicaWideRequiredMessage = "kai-scheduler cannot keep a replica's PodGangs in one domain: scaling group %q has PodGangs " +
-	"beyond its minAvailable, each a separate KAI PodGroup packed on its own, so they could land outside the domain the base " +
-	"PodGang took; set the required domain on the scaling group and cliques instead, make it preferred, or use grove-scheduler"
+	"beyond its minAvailable, and this cluster's KAI PodGroup API has no minSubGroup, so each is a separate KAI PodGroup packed on " +
+	"its own and could land outside the domain the base PodGang took; upgrade KAI to a release whose PodGroup has spec.minSubGroup, " +
+	"set the required domain on the scaling group and cliques instead, make it preferred, or use grove-scheduler"
 
 // PodGangMetadata puts the resolved queue on each PodGang (SyncPodGang reads it from there)
 // and tells KAI's pod-grouper to leave the PodGang alone: Grove writes its KAI PodGroup.
 func (b *Backend) PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (labels, annotations map[string]string) {
 	annotations = map[string]string{AnnotationSkipPodGrouper: "true"}
+	if b.replicaPodGroup(pcs) {
+		annotations[AnnotationReplicaPodGroup] = "true"
+	}
 	if queue, errs := ResolveQueue(pcs, b.cfg.DefaultQueue); len(errs) == 0 {
 		labels = map[string]string{LabelQueue: queue}
 	}

@@ -167,7 +167,7 @@ func TestDesiredPodGroupRejectsGangsKAICannotNest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pg := backendtest.PodGang("ns", "gang", "", tc.groups)
 			pg.Spec.TopologyConstraintGroupConfigs = tc.configs
-			_, err := desiredPodGroup(pg, "q", "")
+			_, err := desiredPodGroup(pg, "q", "", false)
 			require.Error(t, err)
 			assert.True(t, strings.Contains(err.Error(), tc.wantErr), err.Error())
 		})
@@ -177,7 +177,7 @@ func TestDesiredPodGroupRejectsGangsKAICannotNest(t *testing.T) {
 func TestPodsJoinTheSubGroupOfTheirPodGroupEvenWithLongNames(t *testing.T) {
 	long := "inference-with-a-rather-long-name-0-workers-12-prefill-leader-pods"
 	pg := backendtest.PodGang("ns", "gang", "", []schedv1alpha1.PodGroup{{Name: long, MinReplicas: 0}, {Name: "b", MinReplicas: 2}})
-	u, err := desiredPodGroup(pg, "q", "")
+	u, err := desiredPodGroup(pg, "q", "", false)
 	require.NoError(t, err)
 	pod := backendtest.Pod()
 	(&Backend{}).PreparePod(pod, backend.PodGangRef{Name: "gang", PodGroup: long})
@@ -189,4 +189,130 @@ subGroups:
 - name: b
   minMember: 2
 `, pod.Labels[LabelSubGroupName]), u.Object["spec"], "a group with minReplicas 0 leaves minMember unset (KAI's schema needs at least 1)")
+}
+
+// kaiAdmits applies the rules KAI's PodGroup admission enforces beyond the CRD schema (KAI
+// releases with minSubGroup): unique subGroup names whose parents exist; minMember and
+// minSubGroup never both on one node; a leaf has minMember and no minSubGroup; a subGroup with
+// children has no minMember, and no node requires more children than it has.
+func kaiAdmits(t *testing.T, spec map[string]any) {
+	t.Helper()
+	subGroups, _ := spec["subGroups"].([]any)
+	children := map[string]int{}
+	names := map[string]bool{}
+	roots := 0
+	for _, s := range subGroups {
+		sg := s.(map[string]any)
+		name := sg["name"].(string)
+		require.False(t, names[name], "subGroup %q twice", name)
+		names[name] = true
+		if p, ok := sg["parent"].(string); ok {
+			children[p]++
+		} else {
+			roots++
+		}
+	}
+	_, hasMinMember := spec["minMember"]
+	minSubGroup, hasMinSubGroup := spec["minSubGroup"].(int64)
+	assert.False(t, hasMinMember && hasMinSubGroup, "minMember and minSubGroup on the PodGroup")
+	assert.LessOrEqual(t, minSubGroup, int64(roots), "the PodGroup's minSubGroup exceeds its top-level subGroups")
+	for _, s := range subGroups {
+		sg := s.(map[string]any)
+		name := sg["name"].(string)
+		if p, ok := sg["parent"].(string); ok {
+			assert.True(t, names[p], "subGroup %q has unknown parent %q", name, p)
+		}
+		_, hasMinMember := sg["minMember"]
+		minSubGroup, hasMinSubGroup := sg["minSubGroup"].(int64)
+		if children[name] == 0 {
+			assert.True(t, hasMinMember, "leaf subGroup %q without minMember", name)
+			assert.False(t, hasMinSubGroup, "leaf subGroup %q with minSubGroup", name)
+			continue
+		}
+		assert.False(t, hasMinMember, "subGroup %q with children has minMember", name)
+		assert.LessOrEqual(t, minSubGroup, int64(children[name]), "subGroup %q requires more children than it has", name)
+	}
+}
+
+func TestNestedSubGroupsPassKAIAdmission(t *testing.T) {
+	base, _ := backendtest.ReplicaGangs("ns", "t")
+	base.Spec.PodGroups[0].MinReplicas = 0
+	u, err := desiredPodGroup(base, "q", "t", true)
+	require.NoError(t, err)
+	kaiAdmits(t, u.Object["spec"].(map[string]any))
+	backendtest.JSONEqYAML(t, `
+queue: q
+priorityClassName: inference-high
+minMember: 3
+topologyConstraint: {topology: t, requiredTopologyLevel: example.com/block}
+subGroups:
+- name: inf-0-workers-0
+  minSubGroup: 2
+  topologyConstraint: {topology: t, requiredTopologyLevel: example.com/rack}
+- name: inf-0-router
+  minMember: 0
+- name: inf-0-workers-0-prefill
+  parent: inf-0-workers-0
+  minMember: 2
+  topologyConstraint: {topology: t, preferredTopologyLevel: kubernetes.io/hostname}
+- name: inf-0-workers-0-decode
+  parent: inf-0-workers-0
+  minMember: 1
+`, u.Object["spec"], "a topology group config requires its PodGroups through minSubGroup; a leaf of 0 says so")
+}
+
+// sharedBlock gives the replica's gangs the PodCliqueSet-level required block the operator
+// writes for a replica-wide constraint.
+func sharedBlock(gangs ...*schedv1alpha1.PodGang) {
+	for _, g := range gangs {
+		g.Spec.SharedTopologyConstraint = &schedv1alpha1.SharedTopologyConstraint{Group: "inf-0",
+			PackConstraint: &schedv1alpha1.TopologyPackConstraint{Required: ptr.To(backendtest.KeyBlock)}}
+		g.Annotations[AnnotationReplicaPodGroup] = "true"
+		if g.Name != "inf-0" {
+			g.Labels[common.LabelBasePodGang] = "inf-0"
+		}
+	}
+}
+
+func TestAReplicaIsOneKAIPodGroupOfNestedGangs(t *testing.T) {
+	base, scaled := backendtest.ReplicaGangs("ns", "t")
+	sharedBlock(append(scaled, base)...)
+	// Listed out of order: the PodGroup keeps replica order.
+	u, err := desiredReplicaPodGroup(base, []*schedv1alpha1.PodGang{scaled[1], scaled[0]}, "q", "t")
+	require.NoError(t, err)
+	spec := u.Object["spec"].(map[string]any)
+	kaiAdmits(t, spec)
+	assert.Equal(t, "inf-0", u.GetName())
+	backendtest.JSONEqYAML(t, `
+queue: q
+priorityClassName: inference-high
+minSubGroup: 2
+topologyConstraint: {topology: t, requiredTopologyLevel: example.com/block}
+subGroups:
+- {name: inf-0, minSubGroup: 2, topologyConstraint: {topology: t, requiredTopologyLevel: example.com/block}}
+- {name: inf-0-workers-0, parent: inf-0, minSubGroup: 2, topologyConstraint: {topology: t, requiredTopologyLevel: example.com/rack}}
+- {name: inf-0-router, parent: inf-0, minMember: 1}
+- {name: inf-0-workers-0-prefill, parent: inf-0-workers-0, minMember: 2, topologyConstraint: {topology: t, preferredTopologyLevel: kubernetes.io/hostname}}
+- {name: inf-0-workers-0-decode, parent: inf-0-workers-0, minMember: 1}
+- {name: inf-0-scaled-podgangs, minSubGroup: 0}
+- {name: inf-0-workers-0-podgang, parent: inf-0-scaled-podgangs, minSubGroup: 2, topologyConstraint: {topology: t, requiredTopologyLevel: example.com/rack}}
+- {name: inf-0-workers-1-prefill, parent: inf-0-workers-0-podgang, minMember: 2, topologyConstraint: {topology: t, preferredTopologyLevel: kubernetes.io/hostname}}
+- {name: inf-0-workers-1-decode, parent: inf-0-workers-0-podgang, minMember: 1}
+- {name: inf-0-workers-1-podgang, parent: inf-0-scaled-podgangs, minSubGroup: 2, topologyConstraint: {topology: t, requiredTopologyLevel: example.com/rack}}
+- {name: inf-0-workers-2-prefill, parent: inf-0-workers-1-podgang, minMember: 2, topologyConstraint: {topology: t, preferredTopologyLevel: kubernetes.io/hostname}}
+- {name: inf-0-workers-2-decode, parent: inf-0-workers-1-podgang, minMember: 1}
+`, spec, "the base gang is required; each scaled gang is optional and a gang of its own; the replica shares the block")
+
+	t.Run("a scaled branch never takes another subGroup's name", func(t *testing.T) {
+		clash := scaled[0].DeepCopy()
+		clash.Spec.PodGroups[0].Name = "inf-0-workers-0-podgang"
+		_, err := desiredReplicaPodGroup(base, []*schedv1alpha1.PodGang{clash}, "q", "t")
+		require.ErrorContains(t, err, `has the name of another KAI subGroup`)
+	})
+	t.Run("without scaled gangs the base gang alone", func(t *testing.T) {
+		u, err := desiredReplicaPodGroup(base, nil, "q", "t")
+		require.NoError(t, err)
+		kaiAdmits(t, u.Object["spec"].(map[string]any))
+		assert.Equal(t, int64(1), u.Object["spec"].(map[string]any)["minSubGroup"])
+	})
 }

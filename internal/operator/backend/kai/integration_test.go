@@ -124,7 +124,7 @@ subGroups:
 		kaiChange.Object["spec"] = map[string]any{"preemptibility": "non-preemptible"}
 		require.NoError(t, c.Patch(ctx, kaiChange, client.Merge, client.FieldOwner("kai-scheduler")))
 		kaiStatus := thirdparty.New(PodGroupGVK, client.ObjectKey{Namespace: ns, Name: "inf-0"})
-		kaiStatus.Object["status"] = map[string]any{"phase": "Running"}
+		kaiStatus.Object["status"] = map[string]any{"schedulingConditions": []any{map[string]any{"nodePool": "default", "reason": "Scheduled"}}}
 		require.NoError(t, c.Status().Patch(ctx, kaiStatus, client.Merge, client.FieldOwner("kai-scheduler")))
 
 		// The gang's router now needs two pods and the gang-wide constraint is gone.
@@ -154,7 +154,7 @@ subGroups:
   parent: inf-0-workers-0
   minMember: 1
 `, ct.Name), got.Object["spec"])
-		assert.Equal(t, map[string]any{"phase": "Running"}, got.Object["status"])
+		assert.Equal(t, map[string]any{"schedulingConditions": []any{map[string]any{"nodePool": "default", "reason": "Scheduled"}}}, got.Object["status"])
 	})
 
 	t.Run("scale-out adds a KAI PodGroup, scale-in removes it", func(t *testing.T) {
@@ -366,44 +366,118 @@ func TestPodGroupCarriesThePodGangsLabelsAndAnnotations(t *testing.T) {
 	assert.Equal(t, "from-label", got.Object["spec"].(map[string]any)["queue"], "the label wins over the annotation")
 }
 
+func initWithDiscovery(t *testing.T, c client.Client, config string) *Backend {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cluster.Shared.Config)
+	require.NoError(t, err)
+	b := &Backend{}
+	require.NoError(t, b.Init(context.Background(), backend.InitContext{Client: c, APIReader: c, Discovery: dc, Logger: testr.New(t), Config: []byte(config)}))
+	return b
+}
+
 // KAI's stale-gang eviction is turned off on Grove's PodGroups where the PodGroup API has
-// spec.stalenessGracePeriod. The vendored KAI CRD predates it; the test adds the field to the
-// served schema (as a KAI upgrade would) and checks both states against the apiserver.
+// spec.stalenessGracePeriod. The vendored KAI CRD has it; the test takes it out of the served
+// schema (as on a KAI before v0.17) and checks both states against the apiserver.
 func TestStaleGangEvictionIsOffWhereKAIOffersIt(t *testing.T) {
 	c := backendtest.Client(t)
 	ctx := context.Background()
 	ns := cluster.Shared.TestNamespace(t)
-	dc, err := discovery.NewDiscoveryClientForConfig(cluster.Shared.Config)
-	require.NoError(t, err)
-	initWithDiscovery := func() *Backend {
-		b := &Backend{}
-		require.NoError(t, b.Init(ctx, backend.InitContext{Client: c, APIReader: c, Discovery: dc, Logger: testr.New(t), Config: []byte(`{"defaultQueue":"q"}`)}))
-		return b
-	}
 	gang := func(name string) *schedv1alpha1.PodGang {
 		g := backendtest.PodGang(ns, name, "", []schedv1alpha1.PodGroup{{Name: name + "-a", MinReplicas: 2, PodReferences: []schedv1alpha1.NamespacedName{}}})
 		createGangs(t, c, g)
 		return g
 	}
 
-	old := initWithDiscovery()
-	require.False(t, old.disableStaleEviction, "the vendored KAI CRD has no stalenessGracePeriod")
-	require.NoError(t, old.SyncPodGang(ctx, gang("before")))
-	assert.NotContains(t, getPodGroup(t, c, ns, "before").Object["spec"], "stalenessGracePeriod")
+	current := initWithDiscovery(t, c, `{"defaultQueue":"q"}`)
+	require.True(t, current.disableStaleEviction, "the vendored KAI CRD has stalenessGracePeriod")
+	require.NoError(t, current.SyncPodGang(ctx, gang("current")))
+	assert.Equal(t, "-1s", getPodGroup(t, c, ns, "current").Object["spec"].(map[string]any)["stalenessGracePeriod"])
 
-	addStalenessGracePeriod(t, c)
-	var upgraded *Backend
+	withoutSpecField(t, c, "stalenessGracePeriod")
+	var older *Backend
 	backendtest.Eventually(t, 30*time.Second, func() (bool, error) {
-		upgraded = initWithDiscovery()
-		return upgraded.disableStaleEviction, nil
-	}, "the OpenAPI schema to show spec.stalenessGracePeriod")
-	require.NoError(t, upgraded.SyncPodGang(ctx, gang("after")))
-	assert.Equal(t, "-1s", getPodGroup(t, c, ns, "after").Object["spec"].(map[string]any)["stalenessGracePeriod"])
+		older = initWithDiscovery(t, c, `{"defaultQueue":"q"}`)
+		return !older.disableStaleEviction, nil
+	}, "the OpenAPI schema to drop spec.stalenessGracePeriod")
+	require.NoError(t, older.SyncPodGang(ctx, gang("older")))
+	assert.NotContains(t, getPodGroup(t, c, ns, "older").Object["spec"], "stalenessGracePeriod")
 }
 
-// addStalenessGracePeriod adds KAI v0.17's spec.stalenessGracePeriod to the served PodGroup
-// schema of this test binary's control plane and removes it when the test ends.
-func addStalenessGracePeriod(t *testing.T, c client.Client) {
+// A PodCliqueSet-level required domain over scaled PodGangs: with the real CRD (which has
+// minSubGroup) the replica becomes one KAI PodGroup named after its base PodGang, and a
+// scale-out adds its gang there instead of a PodGroup of its own. Without minSubGroup in the
+// served schema the backend refuses such a PodCliqueSet.
+func TestAReplicaWideDomainIsOneKAIPodGroup(t *testing.T) {
+	c := backendtest.Client(t)
+	ctx := context.Background()
+	ns := cluster.Shared.TestNamespace(t)
+	ct := backendtest.CreateClusterTopology(t, c)
+	b := initWithDiscovery(t, c, "")
+	require.True(t, b.nestedSubGroups, "the vendored KAI CRD has minSubGroup")
+
+	p := replicaWide(pcs(map[string]string{LabelQueue: "team-a"}, nil), 3)
+	_, errs := b.ValidatePodCliqueSet(ctx, p)
+	require.Empty(t, errs, "KAI with minSubGroup keeps the replica in one domain")
+	_, annotations := b.PodGangMetadata(p)
+	require.Equal(t, "true", annotations[AnnotationReplicaPodGroup])
+
+	base, scaled := backendtest.ReplicaGangs(ns, ct.Name)
+	sharedBlock(append(scaled, base)...)
+	for _, g := range append([]*schedv1alpha1.PodGang{base}, scaled...) {
+		g.Labels[LabelQueue] = "team-a"
+	}
+	createGangs(t, c, base, scaled[0])
+	require.NoError(t, b.SyncPodGang(ctx, scaled[0]), "a scaled gang synced first writes the replica's PodGroup too")
+	require.NoError(t, b.SyncPodGang(ctx, base))
+	got := getPodGroup(t, c, ns, "inf-0")
+	assertOwnedBy(t, got, "scheduler.grove.io/v1alpha1", "PodGang", "inf-0", base.UID)
+	spec := got.Object["spec"].(map[string]any)
+	kaiAdmits(t, spec)
+	assert.Equal(t, map[string]any{"topology": ct.Name, "requiredTopologyLevel": backendtest.KeyBlock}, spec["topologyConstraint"])
+	assert.Equal(t, "-1s", spec["stalenessGracePeriod"])
+	assert.Equal(t, []string{"inf-0", "inf-0-workers-0", "inf-0-router", "inf-0-workers-0-prefill", "inf-0-workers-0-decode",
+		"inf-0-scaled-podgangs", "inf-0-workers-0-podgang", "inf-0-workers-1-prefill", "inf-0-workers-1-decode"}, subGroupNamesOf(spec))
+	_, found, err := thirdparty.Get(ctx, c, PodGroupGVK, client.ObjectKey{Namespace: ns, Name: "inf-0-workers-0"})
+	require.NoError(t, err)
+	assert.False(t, found, "a scaled gang of a replica PodGroup has no KAI PodGroup of its own")
+
+	createGangs(t, c, scaled[1])
+	require.NoError(t, b.SyncPodGang(ctx, scaled[1]))
+	spec = getPodGroup(t, c, ns, "inf-0").Object["spec"].(map[string]any)
+	kaiAdmits(t, spec)
+	assert.Contains(t, subGroupNamesOf(spec), "inf-0-workers-2-decode", "the scale-out's gang joins the replica's PodGroup")
+
+	pod := backendtest.Pod()
+	b.PreparePod(pod, backend.PodGangRef{Name: scaled[1].Name, PodGroup: "inf-0-workers-2-decode", SharedGroup: "inf-0"})
+	assert.Equal(t, "inf-0", pod.Annotations[AnnotationPodGroupName], "the pod joins the replica's PodGroup")
+	assert.Equal(t, "inf-0-workers-2-decode", pod.Labels[LabelSubGroupName])
+
+	withoutSpecField(t, c, "minSubGroup")
+	var older *Backend
+	backendtest.Eventually(t, 30*time.Second, func() (bool, error) {
+		older = initWithDiscovery(t, c, "")
+		return !older.nestedSubGroups, nil
+	}, "the OpenAPI schema to drop spec.minSubGroup")
+	_, errs = older.ValidatePodCliqueSet(ctx, p)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.template.topologyConstraint.pack.required", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, "has no minSubGroup")
+	pod = backendtest.Pod()
+	older.PreparePod(pod, backend.PodGangRef{Name: scaled[1].Name, PodGroup: "inf-0-workers-2-decode", SharedGroup: "inf-0"})
+	assert.Equal(t, scaled[1].Name, pod.Annotations[AnnotationPodGroupName], "without minSubGroup each PodGang is its own PodGroup")
+}
+
+func subGroupNamesOf(spec map[string]any) []string {
+	var names []string
+	for _, s := range spec["subGroups"].([]any) {
+		names = append(names, s.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+// withoutSpecField removes a spec field from the served KAI PodGroup schema of this test
+// binary's control plane (as on an older KAI) and restores the schema when the test ends.
+func withoutSpecField(t *testing.T, c client.Client, field string) {
 	t.Helper()
 	ctx := context.Background()
 	crd := &unstructured.Unstructured{}
@@ -417,8 +491,7 @@ func addStalenessGracePeriod(t *testing.T, c client.Client) {
 		if vm["name"] != PodGroupGVK.Version {
 			continue
 		}
-		require.NoError(t, unstructured.SetNestedField(vm, map[string]any{"type": "string"},
-			"schema", "openAPIV3Schema", "properties", "spec", "properties", "stalenessGracePeriod"))
+		unstructured.RemoveNestedField(vm, "schema", "openAPIV3Schema", "properties", "spec", "properties", field)
 		versions[i], found = vm, true
 	}
 	require.True(t, found)
@@ -435,5 +508,14 @@ func addStalenessGracePeriod(t *testing.T, c client.Client) {
 		if err := c.Update(ctx, restore); err != nil {
 			t.Errorf("restoring the KAI PodGroup CRD: %v", err)
 		}
+		// Later tests read the schema through discovery: wait until it serves the field again.
+		dc, err := discovery.NewDiscoveryClientForConfig(cluster.Shared.Config)
+		if err != nil {
+			t.Errorf("restoring the KAI PodGroup CRD: %v", err)
+			return
+		}
+		backendtest.Eventually(t, 30*time.Second, func() (bool, error) {
+			return podGroupHasSpecField(dc, field)
+		}, "the restored schema to serve spec."+field)
 	})
 }

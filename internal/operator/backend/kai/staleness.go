@@ -19,6 +19,16 @@ const neverStale = "-1s"
 // podGroupHasStalenessGracePeriod tells whether the cluster's KAI PodGroup schema (OpenAPI v3)
 // has spec.stalenessGracePeriod.
 func podGroupHasStalenessGracePeriod(d discovery.DiscoveryInterface) (bool, error) {
+	return podGroupHasSpecField(d, "stalenessGracePeriod")
+}
+
+// podGroupHasMinSubGroup tells whether the cluster's KAI PodGroup schema has spec.minSubGroup
+// (hierarchical gangs: a subGroup that requires a number of its child subGroups).
+func podGroupHasMinSubGroup(d discovery.DiscoveryInterface) (bool, error) {
+	return podGroupHasSpecField(d, "minSubGroup")
+}
+
+func podGroupHasSpecField(d discovery.DiscoveryInterface, name string) (bool, error) {
 	paths, err := d.OpenAPIV3().Paths()
 	if err != nil {
 		return false, fmt.Errorf("reading the OpenAPI v3 paths: %w", err)
@@ -31,7 +41,7 @@ func podGroupHasStalenessGracePeriod(d discovery.DiscoveryInterface) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("reading the OpenAPI v3 schema of %s: %w", PodGroupGVK.GroupVersion(), err)
 	}
-	return hasSpecField(raw, "stalenessGracePeriod")
+	return hasSpecField(raw, name)
 }
 
 type openAPISchema struct {

@@ -20,6 +20,8 @@ type podPlacement struct {
 	pcsName      string
 	pcsReplica   int
 	scalingGroup *scalingGroupPlacement
+	// sharedGroup is the replica's base PodGang when its required domain spans PodGangs.
+	sharedGroup string
 }
 
 type scalingGroupPlacement struct {
@@ -36,6 +38,9 @@ func placementOf(pclq *corev1alpha1.PodClique, pcs *corev1alpha1.PodCliqueSet) (
 	var ok bool
 	if p.pcsReplica, ok = common.IntLabel(pclq, apicommon.LabelPodCliqueSetReplicaIndex); !ok {
 		return p, fmt.Errorf("label %s is missing or not a replica index", apicommon.LabelPodCliqueSetReplicaIndex)
+	}
+	if path, _ := backend.ReplicaWideRequired(pcs); path != nil {
+		p.sharedGroup = apicommon.BasePodGangName(pcs.Name, p.pcsReplica)
 	}
 	pcsg, member := pclq.Labels[apicommon.LabelPodCliqueScalingGroup]
 	if !member {
@@ -92,7 +97,7 @@ func buildPod(pclq *corev1alpha1.PodClique, place podPlacement, podIndex int, b 
 		pod.Spec.InitContainers[i].Env = withEnv(pod.Spec.InitContainers[i].Env, env)
 	}
 	if b != nil {
-		b.PreparePod(pod, backend.PodGangRef{Name: pclq.Labels[apicommon.LabelPodGang], PodGroup: pclq.Name})
+		b.PreparePod(pod, backend.PodGangRef{Name: pclq.Labels[apicommon.LabelPodGang], PodGroup: pclq.Name, SharedGroup: place.sharedGroup})
 	}
 	return pod
 }
