@@ -2,6 +2,7 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // The short name is pgang, not pg: KAI, Volcano and scheduler-plugins all call their PodGroup
