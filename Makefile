@@ -15,8 +15,8 @@ VERSION     ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || e
 # The registry images are tagged for (make images) and that the binaries name as their own image
 # (the startup-waiter default): the one place to change it besides the chart's imageRegistry.
 IMAGE_REGISTRY ?= localhost/grove
-GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/internal/version.gitVersion=$(VERSION) \
-                 -X github.com/ai-dynamo/grove/internal/version.imageRegistry=$(IMAGE_REGISTRY)
+GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/pkg/version.gitVersion=$(VERSION) \
+                 -X github.com/ai-dynamo/grove/pkg/version.imageRegistry=$(IMAGE_REGISTRY)
 TEST_TIMEOUT ?= 25m
 comma       := ,
 # Control-plane binaries are rebuilt only when the pinned kubernetes/etcd versions change: the
