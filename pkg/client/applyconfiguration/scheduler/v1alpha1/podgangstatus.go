@@ -28,7 +28,8 @@ import (
 //
 // PodGangStatus is the observed state of a PodGang.
 type PodGangStatusApplyConfiguration struct {
-	// Phase of the gang.
+	// Phase of the gang: Pending from the first status write on (the schema's default, so
+	// the scheduler, which moves it on, is its only writer), then Starting and Running.
 	Phase *schedulerv1alpha1.PodGangPhase `json:"phase,omitempty"`
 	// Conditions of the gang.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
