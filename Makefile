@@ -85,8 +85,16 @@ CLIENT_EXTERNAL_APPLY := k8s.io/api/core/v1.PodSpec:k8s.io/client-go/applyconfig
 
 .PHONY: clients
 clients: ## Regenerate pkg/client: clientset, listers, informers and apply configurations (code-generator v0.37.1 via go tool).
-	@rm -rf pkg/client/applyconfiguration pkg/client/clientset pkg/client/listers pkg/client/informers
-	$(GO) tool applyconfiguration-gen --go-header-file hack/boilerplate.go.txt \
+	@rm -rf pkg/client/applyconfiguration pkg/client/clientset pkg/client/listers pkg/client/informers hack/clientgen/openapi
+	@# The apply configurations embed each kind's structured-merge schema (the fake clientset's
+	@# apply and the Extract functions need it): OpenAPI definitions of the Grove types
+	@# (openapi-gen) and of the Kubernetes types they embed, written out by hack/clientgen/schema.
+	$(GO) tool openapi-gen --go-header-file hack/boilerplate.go.txt --report-filename /dev/null \
+		--output-dir hack/clientgen/openapi --output-pkg github.com/ai-dynamo/grove/hack/clientgen/openapi \
+		--output-file zz_generated.openapi.go $(CLIENT_INPUTS)
+	@schema=$$(mktemp) && trap 'rm -f "$$schema"' EXIT && $(GO) run ./hack/clientgen/schema >"$$schema" && \
+	echo "go tool applyconfiguration-gen ..." && \
+	$(GO) tool applyconfiguration-gen --go-header-file hack/boilerplate.go.txt --openapi-schema "$$schema" \
 		--external-applyconfigurations '$(CLIENT_EXTERNAL_APPLY)' \
 		--output-dir pkg/client/applyconfiguration --output-pkg $(CLIENT_PKG)/applyconfiguration $(CLIENT_INPUTS)
 	$(GO) tool client-gen --go-header-file hack/boilerplate.go.txt --clientset-name versioned \

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	internal "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -44,6 +47,46 @@ func ClusterTopology(name string) *ClusterTopologyApplyConfiguration {
 	b.WithKind("ClusterTopology")
 	b.WithAPIVersion("grove.io/v1alpha1")
 	return b
+}
+
+// ExtractClusterTopologyFrom extracts the applied configuration owned by fieldManager from
+// clusterTopology for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// clusterTopology must be a unmodified ClusterTopology API object that was retrieved from the Kubernetes API.
+// ExtractClusterTopologyFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterTopologyFrom(clusterTopology *corev1alpha1.ClusterTopology, fieldManager string, subresource string) (*ClusterTopologyApplyConfiguration, error) {
+	b := &ClusterTopologyApplyConfiguration{}
+	err := managedfields.ExtractInto(clusterTopology, internal.Parser().Type("com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ClusterTopology"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(clusterTopology.Name)
+
+	b.WithKind("ClusterTopology")
+	b.WithAPIVersion("grove.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractClusterTopology extracts the applied configuration owned by fieldManager from
+// clusterTopology. If no managedFields are found in clusterTopology for fieldManager, a
+// ClusterTopologyApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// clusterTopology must be a unmodified ClusterTopology API object that was retrieved from the Kubernetes API.
+// ExtractClusterTopology provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterTopology(clusterTopology *corev1alpha1.ClusterTopology, fieldManager string) (*ClusterTopologyApplyConfiguration, error) {
+	return ExtractClusterTopologyFrom(clusterTopology, fieldManager, "")
+}
+
+// ExtractClusterTopologyStatus extracts the applied configuration owned by fieldManager from
+// clusterTopology for the status subresource.
+func ExtractClusterTopologyStatus(clusterTopology *corev1alpha1.ClusterTopology, fieldManager string) (*ClusterTopologyApplyConfiguration, error) {
+	return ExtractClusterTopologyFrom(clusterTopology, fieldManager, "status")
 }
 
 func (b ClusterTopologyApplyConfiguration) IsApplyConfiguration() {}

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	internal "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -47,6 +50,46 @@ func ClusterTopologyBinding(name string) *ClusterTopologyBindingApplyConfigurati
 	b.WithKind("ClusterTopologyBinding")
 	b.WithAPIVersion("grove.io/v1alpha1")
 	return b
+}
+
+// ExtractClusterTopologyBindingFrom extracts the applied configuration owned by fieldManager from
+// clusterTopologyBinding for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// clusterTopologyBinding must be a unmodified ClusterTopologyBinding API object that was retrieved from the Kubernetes API.
+// ExtractClusterTopologyBindingFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterTopologyBindingFrom(clusterTopologyBinding *corev1alpha1.ClusterTopologyBinding, fieldManager string, subresource string) (*ClusterTopologyBindingApplyConfiguration, error) {
+	b := &ClusterTopologyBindingApplyConfiguration{}
+	err := managedfields.ExtractInto(clusterTopologyBinding, internal.Parser().Type("com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ClusterTopologyBinding"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(clusterTopologyBinding.Name)
+
+	b.WithKind("ClusterTopologyBinding")
+	b.WithAPIVersion("grove.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractClusterTopologyBinding extracts the applied configuration owned by fieldManager from
+// clusterTopologyBinding. If no managedFields are found in clusterTopologyBinding for fieldManager, a
+// ClusterTopologyBindingApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// clusterTopologyBinding must be a unmodified ClusterTopologyBinding API object that was retrieved from the Kubernetes API.
+// ExtractClusterTopologyBinding provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractClusterTopologyBinding(clusterTopologyBinding *corev1alpha1.ClusterTopologyBinding, fieldManager string) (*ClusterTopologyBindingApplyConfiguration, error) {
+	return ExtractClusterTopologyBindingFrom(clusterTopologyBinding, fieldManager, "")
+}
+
+// ExtractClusterTopologyBindingStatus extracts the applied configuration owned by fieldManager from
+// clusterTopologyBinding for the status subresource.
+func ExtractClusterTopologyBindingStatus(clusterTopologyBinding *corev1alpha1.ClusterTopologyBinding, fieldManager string) (*ClusterTopologyBindingApplyConfiguration, error) {
+	return ExtractClusterTopologyBindingFrom(clusterTopologyBinding, fieldManager, "status")
 }
 
 func (b ClusterTopologyBindingApplyConfiguration) IsApplyConfiguration() {}

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	internal "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -47,6 +50,53 @@ func PodClique(name, namespace string) *PodCliqueApplyConfiguration {
 	b.WithKind("PodClique")
 	b.WithAPIVersion("grove.io/v1alpha1")
 	return b
+}
+
+// ExtractPodCliqueFrom extracts the applied configuration owned by fieldManager from
+// podClique for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// podClique must be a unmodified PodClique API object that was retrieved from the Kubernetes API.
+// ExtractPodCliqueFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodCliqueFrom(podClique *corev1alpha1.PodClique, fieldManager string, subresource string) (*PodCliqueApplyConfiguration, error) {
+	b := &PodCliqueApplyConfiguration{}
+	err := managedfields.ExtractInto(podClique, internal.Parser().Type("com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.PodClique"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(podClique.Name)
+	b.WithNamespace(podClique.Namespace)
+
+	b.WithKind("PodClique")
+	b.WithAPIVersion("grove.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractPodClique extracts the applied configuration owned by fieldManager from
+// podClique. If no managedFields are found in podClique for fieldManager, a
+// PodCliqueApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// podClique must be a unmodified PodClique API object that was retrieved from the Kubernetes API.
+// ExtractPodClique provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodClique(podClique *corev1alpha1.PodClique, fieldManager string) (*PodCliqueApplyConfiguration, error) {
+	return ExtractPodCliqueFrom(podClique, fieldManager, "")
+}
+
+// ExtractPodCliqueScale extracts the applied configuration owned by fieldManager from
+// podClique for the scale subresource.
+func ExtractPodCliqueScale(podClique *corev1alpha1.PodClique, fieldManager string) (*PodCliqueApplyConfiguration, error) {
+	return ExtractPodCliqueFrom(podClique, fieldManager, "scale")
+}
+
+// ExtractPodCliqueStatus extracts the applied configuration owned by fieldManager from
+// podClique for the status subresource.
+func ExtractPodCliqueStatus(podClique *corev1alpha1.PodClique, fieldManager string) (*PodCliqueApplyConfiguration, error) {
+	return ExtractPodCliqueFrom(podClique, fieldManager, "status")
 }
 
 func (b PodCliqueApplyConfiguration) IsApplyConfiguration() {}

@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	internal "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -44,6 +47,53 @@ func PodCliqueScalingGroup(name, namespace string) *PodCliqueScalingGroupApplyCo
 	b.WithKind("PodCliqueScalingGroup")
 	b.WithAPIVersion("grove.io/v1alpha1")
 	return b
+}
+
+// ExtractPodCliqueScalingGroupFrom extracts the applied configuration owned by fieldManager from
+// podCliqueScalingGroup for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// podCliqueScalingGroup must be a unmodified PodCliqueScalingGroup API object that was retrieved from the Kubernetes API.
+// ExtractPodCliqueScalingGroupFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodCliqueScalingGroupFrom(podCliqueScalingGroup *corev1alpha1.PodCliqueScalingGroup, fieldManager string, subresource string) (*PodCliqueScalingGroupApplyConfiguration, error) {
+	b := &PodCliqueScalingGroupApplyConfiguration{}
+	err := managedfields.ExtractInto(podCliqueScalingGroup, internal.Parser().Type("com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.PodCliqueScalingGroup"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(podCliqueScalingGroup.Name)
+	b.WithNamespace(podCliqueScalingGroup.Namespace)
+
+	b.WithKind("PodCliqueScalingGroup")
+	b.WithAPIVersion("grove.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractPodCliqueScalingGroup extracts the applied configuration owned by fieldManager from
+// podCliqueScalingGroup. If no managedFields are found in podCliqueScalingGroup for fieldManager, a
+// PodCliqueScalingGroupApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// podCliqueScalingGroup must be a unmodified PodCliqueScalingGroup API object that was retrieved from the Kubernetes API.
+// ExtractPodCliqueScalingGroup provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodCliqueScalingGroup(podCliqueScalingGroup *corev1alpha1.PodCliqueScalingGroup, fieldManager string) (*PodCliqueScalingGroupApplyConfiguration, error) {
+	return ExtractPodCliqueScalingGroupFrom(podCliqueScalingGroup, fieldManager, "")
+}
+
+// ExtractPodCliqueScalingGroupScale extracts the applied configuration owned by fieldManager from
+// podCliqueScalingGroup for the scale subresource.
+func ExtractPodCliqueScalingGroupScale(podCliqueScalingGroup *corev1alpha1.PodCliqueScalingGroup, fieldManager string) (*PodCliqueScalingGroupApplyConfiguration, error) {
+	return ExtractPodCliqueScalingGroupFrom(podCliqueScalingGroup, fieldManager, "scale")
+}
+
+// ExtractPodCliqueScalingGroupStatus extracts the applied configuration owned by fieldManager from
+// podCliqueScalingGroup for the status subresource.
+func ExtractPodCliqueScalingGroupStatus(podCliqueScalingGroup *corev1alpha1.PodCliqueScalingGroup, fieldManager string) (*PodCliqueScalingGroupApplyConfiguration, error) {
+	return ExtractPodCliqueScalingGroupFrom(podCliqueScalingGroup, fieldManager, "status")
 }
 
 func (b PodCliqueScalingGroupApplyConfiguration) IsApplyConfiguration() {}

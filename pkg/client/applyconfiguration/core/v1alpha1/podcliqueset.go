@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	internal "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -46,6 +49,53 @@ func PodCliqueSet(name, namespace string) *PodCliqueSetApplyConfiguration {
 	b.WithKind("PodCliqueSet")
 	b.WithAPIVersion("grove.io/v1alpha1")
 	return b
+}
+
+// ExtractPodCliqueSetFrom extracts the applied configuration owned by fieldManager from
+// podCliqueSet for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// podCliqueSet must be a unmodified PodCliqueSet API object that was retrieved from the Kubernetes API.
+// ExtractPodCliqueSetFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodCliqueSetFrom(podCliqueSet *corev1alpha1.PodCliqueSet, fieldManager string, subresource string) (*PodCliqueSetApplyConfiguration, error) {
+	b := &PodCliqueSetApplyConfiguration{}
+	err := managedfields.ExtractInto(podCliqueSet, internal.Parser().Type("com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.PodCliqueSet"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(podCliqueSet.Name)
+	b.WithNamespace(podCliqueSet.Namespace)
+
+	b.WithKind("PodCliqueSet")
+	b.WithAPIVersion("grove.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractPodCliqueSet extracts the applied configuration owned by fieldManager from
+// podCliqueSet. If no managedFields are found in podCliqueSet for fieldManager, a
+// PodCliqueSetApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// podCliqueSet must be a unmodified PodCliqueSet API object that was retrieved from the Kubernetes API.
+// ExtractPodCliqueSet provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodCliqueSet(podCliqueSet *corev1alpha1.PodCliqueSet, fieldManager string) (*PodCliqueSetApplyConfiguration, error) {
+	return ExtractPodCliqueSetFrom(podCliqueSet, fieldManager, "")
+}
+
+// ExtractPodCliqueSetScale extracts the applied configuration owned by fieldManager from
+// podCliqueSet for the scale subresource.
+func ExtractPodCliqueSetScale(podCliqueSet *corev1alpha1.PodCliqueSet, fieldManager string) (*PodCliqueSetApplyConfiguration, error) {
+	return ExtractPodCliqueSetFrom(podCliqueSet, fieldManager, "scale")
+}
+
+// ExtractPodCliqueSetStatus extracts the applied configuration owned by fieldManager from
+// podCliqueSet for the status subresource.
+func ExtractPodCliqueSetStatus(podCliqueSet *corev1alpha1.PodCliqueSet, fieldManager string) (*PodCliqueSetApplyConfiguration, error) {
+	return ExtractPodCliqueSetFrom(podCliqueSet, fieldManager, "status")
 }
 
 func (b PodCliqueSetApplyConfiguration) IsApplyConfiguration() {}

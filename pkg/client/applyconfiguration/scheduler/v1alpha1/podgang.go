@@ -19,8 +19,11 @@ limitations under the License.
 package v1alpha1
 
 import (
+	schedulerv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	internal "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/internal"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
+	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -47,6 +50,47 @@ func PodGang(name, namespace string) *PodGangApplyConfiguration {
 	b.WithKind("PodGang")
 	b.WithAPIVersion("scheduler.grove.io/v1alpha1")
 	return b
+}
+
+// ExtractPodGangFrom extracts the applied configuration owned by fieldManager from
+// podGang for the specified subresource. Pass an empty string for subresource to extract
+// the main resource. Common subresources include "status", "scale", etc.
+// podGang must be a unmodified PodGang API object that was retrieved from the Kubernetes API.
+// ExtractPodGangFrom provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodGangFrom(podGang *schedulerv1alpha1.PodGang, fieldManager string, subresource string) (*PodGangApplyConfiguration, error) {
+	b := &PodGangApplyConfiguration{}
+	err := managedfields.ExtractInto(podGang, internal.Parser().Type("com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGang"), fieldManager, b, subresource)
+	if err != nil {
+		return nil, err
+	}
+	b.WithName(podGang.Name)
+	b.WithNamespace(podGang.Namespace)
+
+	b.WithKind("PodGang")
+	b.WithAPIVersion("scheduler.grove.io/v1alpha1")
+	return b, nil
+}
+
+// ExtractPodGang extracts the applied configuration owned by fieldManager from
+// podGang. If no managedFields are found in podGang for fieldManager, a
+// PodGangApplyConfiguration is returned with only the Name, Namespace (if applicable),
+// APIVersion and Kind populated. It is possible that no managed fields were found for because other
+// field managers have taken ownership of all the fields previously owned by fieldManager, or because
+// the fieldManager never owned fields any fields.
+// podGang must be a unmodified PodGang API object that was retrieved from the Kubernetes API.
+// ExtractPodGang provides a way to perform a extract/modify-in-place/apply workflow.
+// Note that an extracted apply configuration will contain fewer fields than what the fieldManager previously
+// applied if another fieldManager has updated or force applied any of the previously applied fields.
+func ExtractPodGang(podGang *schedulerv1alpha1.PodGang, fieldManager string) (*PodGangApplyConfiguration, error) {
+	return ExtractPodGangFrom(podGang, fieldManager, "")
+}
+
+// ExtractPodGangStatus extracts the applied configuration owned by fieldManager from
+// podGang for the status subresource.
+func ExtractPodGangStatus(podGang *schedulerv1alpha1.PodGang, fieldManager string) (*PodGangApplyConfiguration, error) {
+	return ExtractPodGangFrom(podGang, fieldManager, "status")
 }
 
 func (b PodGangApplyConfiguration) IsApplyConfiguration() {}
