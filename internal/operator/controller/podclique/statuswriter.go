@@ -3,6 +3,7 @@ package podclique
 import (
 	"context"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,9 +21,11 @@ import (
 // cliques the workers that create pods and lift gates all waited there. The reconcile only
 // records what it synced and queues the clique; the writer's workers compute the status from
 // the cache when they get to it, so changes that pile up while a clique waits in the queue
-// become one write. It is not held back on purpose: the scaling-group and PodCliqueSet
-// controllers act on these counts (rolling updates, gang termination), and a batching delay
-// made them act on counts a second old.
+// become one write. A write waits statusWindow after the first change of a burst, so the pod
+// events of a burst (creations, gate removals, bindings, readiness: four per pod) become one
+// write, not one each; the window is short because the scaling-group and PodCliqueSet
+// controllers act on these counts (rolling updates, gang termination), and a batching delay of
+// a second made them act on counts a second old.
 type statusWriter struct {
 	r       *Reconciler
 	workers int
@@ -49,8 +52,11 @@ func (w *statusWriter) enqueue(key types.NamespacedName, generation int64, synce
 	if synced {
 		w.synced.Store(key, generation)
 	}
-	w.queue.Add(key)
+	w.queue.AddAfter(key, statusWindow) // a key already waiting keeps its earlier time
 }
+
+// statusWindow is how long a clique's status write waits for more changes of the same burst.
+const statusWindow = 100 * time.Millisecond
 
 // forget drops what is kept of a clique that is gone.
 func (w *statusWriter) forget(key types.NamespacedName) {
