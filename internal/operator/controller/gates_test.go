@@ -246,7 +246,8 @@ func TestPodCliqueSetStatusIsWrittenOnAClientOfItsOwn(t *testing.T) {
 	assert.Zero(t, writes.of(podcliqueset.ControllerName), "status writes through the children's client")
 }
 
-// statusWrites counts the PodCliqueSet status writes each wrapped client makes.
+// statusWrites counts the PodCliqueSet status writes (patches and applies) each wrapped client
+// makes.
 type statusWrites struct {
 	mu sync.Mutex
 	by map[string]int
@@ -260,21 +261,34 @@ func (w *statusWrites) of(name string) int {
 
 func (w *statusWrites) counted(name string) func(client.Client) client.Client {
 	return func(c client.Client) client.Client {
-		return &statusHooked{Client: c, beforePatch: func(obj client.Object) {
-			if _, ok := obj.(*corev1alpha1.PodCliqueSet); ok {
+		count := func(kind string) {
+			if kind == "PodCliqueSet" {
 				w.mu.Lock()
 				w.by[name]++
 				w.mu.Unlock()
 			}
-		}}
+		}
+		return &statusHooked{Client: c,
+			beforePatch: func(obj client.Object) {
+				if _, ok := obj.(*corev1alpha1.PodCliqueSet); ok {
+					count("PodCliqueSet")
+				}
+			},
+			applied: func(obj runtime.ApplyConfiguration) {
+				if u, ok := obj.(interface{ GetKind() string }); ok {
+					count(u.GetKind())
+				}
+			}}
 	}
 }
 
 // statusHooked is a client whose status writes pass through hooks first: beforePatch sees each
-// status patch, and beforeApply may answer a status apply itself (a non-nil error, unsent).
+// status patch, applied each status apply, and beforeApply may answer a status apply itself (a
+// non-nil error, unsent).
 type statusHooked struct {
 	client.Client
 	beforePatch func(obj client.Object)
+	applied     func(obj runtime.ApplyConfiguration)
 	beforeApply func() error
 }
 
@@ -300,6 +314,9 @@ func (s *hookedStatusWriter) Patch(ctx context.Context, obj client.Object, patch
 }
 
 func (s *hookedStatusWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if s.c.applied != nil {
+		s.c.applied(obj)
+	}
 	if s.c.beforeApply != nil {
 		if err := s.c.beforeApply(); err != nil {
 			return err

@@ -7,9 +7,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
@@ -28,22 +33,7 @@ import (
 // create is left as it is and reported as a *NameConflict. Created and patched objects get the
 // child's labels and controller reference after mutate.
 func CreateOrPatch(ctx context.Context, c client.Client, child Child, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
-	res, _, err := CreateOrPatchRecorded(ctx, c, nil, child, obj, mutate)
-	return res, err
-}
-
-// CreateOrPatchRecorded is CreateOrPatch for a writer that keeps a record of its writes (w; nil
-// keeps none). While the cache does not show the writer's last write of the object it writes
-// nothing and reports behind, and the caller comes back later: a pass running on a cache a
-// create behind sent that create again (the 500×2 apply sent 574 PodClique creates for 500,
-// the twins refused AlreadyExists), and a patch computed from a copy older than the last one
-// can leave out a field that changed and changed back.
-//
-// A create refused with AlreadyExists reports behind too: either the cache does not show the
-// object yet, or the cache leaves it out (a label-filtered kind) and only a later pass can tell
-// whose it is.
-func CreateOrPatchRecorded(ctx context.Context, c client.Client, w *OwnWrites, child Child, obj client.Object, mutate controllerutil.MutateFn) (res controllerutil.OperationResult, behind bool, err error) {
-	return createOrPatch(ctx, c, w, &child, obj, mutate)
+	return createOrPatch(ctx, c, &child, obj, mutate)
 }
 
 // CreateOrPatchConfigured is CreateOrPatch for an object the operator's configuration names
@@ -51,58 +41,52 @@ func CreateOrPatchRecorded(ctx context.Context, c client.Client, w *OwnWrites, c
 // configuration decided that the object of that name is Grove's, so it is written whoever
 // created it. Never use it for an object whose name a PodCliqueSet author chooses.
 func CreateOrPatchConfigured(ctx context.Context, c client.Client, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
-	res, _, err := createOrPatch(ctx, c, nil, nil, obj, mutate)
-	return res, err
+	return createOrPatch(ctx, c, nil, obj, mutate)
 }
 
-// createOrPatch: child nil writes the object whoever created it.
-func createOrPatch(ctx context.Context, c client.Client, w *OwnWrites, child *Child, obj client.Object, mutate controllerutil.MutateFn) (res controllerutil.OperationResult, behind bool, err error) {
+// createOrPatch: child nil writes the object whoever created it. The cache it reads is the one
+// the caller's consistency check (Writes.CaughtUp) found to show the caller's own last writes.
+func createOrPatch(ctx context.Context, c client.Client, child *Child, obj client.Object, mutate controllerutil.MutateFn) (controllerutil.OperationResult, error) {
 	key := client.ObjectKeyFromObject(obj)
 	before := obj.DeepCopyObject().(client.Object)
 	if err := c.Get(ctx, key, before, client.UnsafeDisableDeepCopy); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return controllerutil.OperationResultNone, false, err
-		}
-		if w.Behind(key, nil) {
-			return controllerutil.OperationResultNone, true, nil
+			return controllerutil.OperationResultNone, err
 		}
 		if err := mutateKeeping(key, obj, child, c.Scheme(), mutate); err != nil {
-			return controllerutil.OperationResultNone, false, err
+			return controllerutil.OperationResultNone, err
 		}
 		if err := c.Create(ctx, obj); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return controllerutil.OperationResultNone, true, nil
+				// The cache leaves it out (a label-filtered kind), or another pass of this
+				// writer is creating it: its event brings the owner back.
+				return controllerutil.OperationResultNone, nil
 			}
-			return controllerutil.OperationResultNone, false, err
+			return controllerutil.OperationResultNone, err
 		}
-		w.Wrote(obj)
-		return controllerutil.OperationResultCreated, false, nil
+		return controllerutil.OperationResultCreated, nil
 	}
 	if child != nil && !child.Owns(before) {
-		return controllerutil.OperationResultNone, false, child.Conflict(before, c.Scheme())
-	}
-	if w.Behind(key, before) {
-		return controllerutil.OperationResultNone, true, nil
+		return controllerutil.OperationResultNone, child.Conflict(before, c.Scheme())
 	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(before.DeepCopyObject()).Elem())
 	if err := mutateKeeping(key, obj, child, c.Scheme(), mutate); err != nil {
-		return controllerutil.OperationResultNone, false, err
+		return controllerutil.OperationResultNone, err
 	}
 	if equality.Semantic.DeepEqual(before, obj) {
-		return controllerutil.OperationResultNone, false, nil
+		return controllerutil.OperationResultNone, nil
 	}
 	patch, err := client.MergeFrom(before).Data(obj)
 	if err != nil {
-		return controllerutil.OperationResultNone, false, err
+		return controllerutil.OperationResultNone, err
 	}
 	if string(patch) == "{}" { // e.g. an empty map where there was none
-		return controllerutil.OperationResultNone, false, nil
+		return controllerutil.OperationResultNone, nil
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return controllerutil.OperationResultNone, false, err
+		return controllerutil.OperationResultNone, err
 	}
-	w.Wrote(obj)
-	return controllerutil.OperationResultUpdated, false, nil
+	return controllerutil.OperationResultUpdated, nil
 }
 
 // mutateKeeping runs mutate, marks the object as the child and refuses a change of its name or
@@ -134,4 +118,56 @@ func Delete(ctx context.Context, c client.Client, obj client.Object) error {
 		return nil
 	}
 	return err
+}
+
+// ApplyStatus writes obj's status, as the reconcile computed it, by server-side apply under
+// manager: the whole status is the manager's, so a field the desired status leaves out is
+// removed and nothing is diffed against a cached copy (from an older copy, a merge patch left
+// out a count that changed and changed back). Only a status with a single writer may be
+// applied whole; PodGang conditions have one manager each (applyPodGangCondition).
+//
+// Status fields an earlier writer set by update or patch (upstream Grove before a takeover, an
+// operator version that merge-patched) are that writer's in managedFields, and an apply that
+// leaves them out would not remove them: they are first handed to manager, once.
+func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, manager string) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	// After the conversion: the patch's response replaces obj's status with the stored one.
+	if err := adoptStatusFields(ctx, c, obj, manager); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": content["status"]}}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(obj.GetName())
+	u.SetNamespace(obj.GetNamespace())
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+		return err
+	}
+	obj.SetResourceVersion(u.GetResourceVersion())
+	return nil
+}
+
+// adoptStatusFields hands the status fields that managers writing by update own to manager
+// (client-go's csaupgrade), so that its applies own the whole status.
+func adoptStatusFields(ctx context.Context, c client.Client, obj client.Object, manager string) error {
+	updaters := sets.New[string]()
+	for _, f := range obj.GetManagedFields() {
+		if f.Subresource == "status" && f.Operation == metav1.ManagedFieldsOperationUpdate {
+			updaters.Insert(f.Manager)
+		}
+	}
+	if updaters.Len() == 0 {
+		return nil
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, updaters, manager, csaupgrade.Subresource("status"))
+	if err != nil || patch == nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
 }

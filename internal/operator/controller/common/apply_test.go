@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,80 +106,6 @@ func TestCreateOrPatchLeavesForeignObjectsAlone(t *testing.T) {
 			assert.Zero(t, writes)
 		})
 	}
-}
-
-// A writer that records its writes leaves an object alone while the cache does not show its
-// last write of it: a create the cache does not show yet is not sent again, and a patch is not
-// computed from a copy older than the last one. Once the cache shows the write, or the object
-// was deleted on purpose (Forget), it writes again.
-func TestCreateOrPatchRecordedWaitsForTheCacheToShowItsLastWrite(t *testing.T) {
-	ctx := context.Background()
-	server := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	writes := 0
-	// The cache: the server's objects, or the copy held in stale while it is set (nil: none).
-	var stale client.Object
-	staleSet := false
-	funcs := countingWrites(&writes)
-	funcs.Get = func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-		if !staleSet {
-			return c.Get(ctx, key, obj, opts...)
-		}
-		if stale == nil {
-			return apierrors.NewNotFound(corev1.Resource("serviceaccounts"), key.Name)
-		}
-		stale.(*corev1.ServiceAccount).DeepCopyInto(obj.(*corev1.ServiceAccount))
-		return nil
-	}
-	cache := interceptor.NewClient(server, funcs)
-	w := NewOwnWrites(OwnWriteTTL)
-	label := "1"
-	apply := func() (controllerutil.OperationResult, bool) {
-		t.Helper()
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa"}}
-		res, behind, err := CreateOrPatchRecorded(ctx, cache, w, testChild(), sa, func() error { sa.Labels = map[string]string{"a": label}; return nil })
-		require.NoError(t, err)
-		return res, behind
-	}
-	key := client.ObjectKey{Namespace: "ns", Name: "sa"}
-
-	res, behind := apply()
-	require.Equal(t, controllerutil.OperationResultCreated, res)
-	require.False(t, behind)
-	staleSet = true // the cache has not seen the create
-	res, behind = apply()
-	assert.Equal(t, controllerutil.OperationResultNone, res)
-	assert.True(t, behind)
-	assert.Equal(t, 1, writes, "no second create")
-
-	// The cache shows the create; the label changes, then changes back while the cache still
-	// shows the first version.
-	staleSet = false
-	first := &corev1.ServiceAccount{}
-	require.NoError(t, server.Get(ctx, key, first))
-	label = "2"
-	res, behind = apply()
-	require.Equal(t, controllerutil.OperationResultUpdated, res)
-	require.False(t, behind)
-	label = "1"
-	stale, staleSet = first, true
-	_, behind = apply()
-	assert.True(t, behind, "a patch from a copy older than the last write would leave the label out")
-	assert.Equal(t, 2, writes)
-	stale, staleSet = nil, false
-	res, _ = apply()
-	require.Equal(t, controllerutil.OperationResultUpdated, res)
-	got := &corev1.ServiceAccount{}
-	require.NoError(t, server.Get(ctx, key, got))
-	assert.Equal(t, "1", got.Labels["a"])
-
-	// Deleted on purpose and forgotten: made again at once although the cache never showed
-	// the last write.
-	require.NoError(t, server.Delete(ctx, got))
-	w.Wrote(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa", ResourceVersion: "999999"}})
-	w.Forget(key)
-	res, behind = apply()
-	assert.Equal(t, controllerutil.OperationResultCreated, res)
-	assert.False(t, behind)
 }
 
 // countingWrites passes creates and patches through, counting them in writes.

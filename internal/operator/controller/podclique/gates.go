@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -34,18 +34,14 @@ import (
 // just listed its pods waited behind every other clique's pod creations, which go at the
 // client's QPS: at hundreds of cliques no gate opened until nearly every pod existed, and the
 // scheduler sat idle meanwhile.
+//
+// A clique is brought back by each of its pods' creations and by its PodGang, and a pass on a
+// cache that still showed a gate it had lifted PATCHed the pod again (about 6 % of the gate
+// writes of a 500-replica apply): a pass starts only once the cache shows the lifter's last
+// gate removals for the clique (the Reconciler's gateWrites).
 type gateLifter struct {
 	r *Reconciler
-	// lifted remembers the pods this lifter ungated until the cache shows it: a clique is
-	// brought back by each of its pods' creations and by its PodGang, and a pass on a cache
-	// that still showed the gate PATCHed the pod again (about 6 % of the gate writes of a
-	// 500-replica apply).
-	lifted *common.OwnWrites
 }
-
-// gateWriteTTL bounds how long a gate removal whose watch event has not arrived holds the pod
-// back from another PATCH.
-const gateWriteTTL = 5 * time.Second
 
 // setupGateLifter registers the gate lifter and its watches:
 //   - PodCliques: created, or their labels (PodGang, base PodGang) changed;
@@ -61,19 +57,27 @@ func (r *Reconciler) setupGateLifter(mgr ctrl.Manager, opts controller.Options) 
 		Watches(&corev1.Pod{}, r.gatePodEvents()).
 		Watches(&schedv1alpha1.PodGang{}, handler.EnqueueRequestsFromMapFunc(podGangToPodCliques),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(gateLifter{r: r, lifted: common.NewOwnWrites(gateWriteTTL)})
+		Complete(gateLifter{r: r})
 }
 
 // Reconcile lifts the gates of the clique's pods that its PodGang lists (and, for a scaled
 // gang, once the base gang is scheduled).
 func (g gateLifter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	g.r.initWrites(nil)
+	if !g.r.gateWrites.CaughtUp(ctx, &corev1alpha1.PodClique{}, req.NamespacedName) {
+		return common.Requeue(), nil
+	}
 	pclq := &corev1alpha1.PodClique{}
 	if err := g.r.Client.Get(ctx, req.NamespacedName, pclq); err != nil || common.IsTerminating(pclq) {
+		if apierrors.IsNotFound(err) {
+			g.r.gateWrites.Forget(pclq, req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = g.r.gateWrites.For(ctx, pclq)
 	pods, err := g.r.listPods(ctx, pclq)
 	if err == nil {
-		err = g.r.removeGates(ctx, pclq, slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !common.IsActive(p) }), g.lifted)
+		err = g.r.removeGates(ctx, pclq, slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !common.IsActive(p) }))
 	}
 	grovemetrics.ObserveReconcileError(GateControllerName, err)
 	return reconcile.Result{}, err
@@ -112,11 +116,9 @@ func podCliqueOf(obj client.Object) (reconcile.Request, bool) {
 
 // removeGates ungates the pods its PodGang lists. Pods of a scaled PodGang also wait until
 // every group of the base PodGang has minReplicas pods scheduled, so the base gang is placed
-// first. Pods whose removal lifted records and the cache does not show yet are left alone.
-func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodClique, active []*corev1.Pod, lifted *common.OwnWrites) error {
-	gated := slices.DeleteFunc(slices.Clone(active), func(p *corev1.Pod) bool {
-		return !common.HasPodGangGate(p) || lifted.Behind(client.ObjectKeyFromObject(p), p)
-	})
+// first.
+func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodClique, active []*corev1.Pod) error {
+	gated := slices.DeleteFunc(slices.Clone(active), func(p *corev1.Pod) bool { return !common.HasPodGangGate(p) })
 	if len(gated) == 0 {
 		return nil
 	}
@@ -140,7 +142,6 @@ func (r *Reconciler) removeGates(ctx context.Context, pclq *corev1alpha1.PodCliq
 		if err := r.gateClient().Patch(ctx, p, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		lifted.Wrote(p)
 		grovemetrics.ObserveGateLifted(p.CreationTimestamp.Time)
 		return nil
 	})

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/controller/util/consistency"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -40,11 +42,20 @@ func TestGateLifterDoesNotPatchAPodItJustUngated(t *testing.T) {
 				return c.Patch(ctx, obj, patch, opts...)
 			},
 		}).Build()
-	r := &Reconciler{Client: c}
+	// The pods' informer: it has processed the pods as created, not the gate removals.
+	informer := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	r := &Reconciler{Client: c, gateWrites: common.NewWritesFrom(scheme, c, map[client.Object]consistency.LastSyncRVGetter{&corev1.Pod{}: informer})}
+	r.initWrites(nil)
 	pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p-0-w",
 		Labels: map[string]string{apicommon.LabelPodGang: "p-0"}}}
-	lifted := common.NewOwnWrites(gateWriteTTL)
-	ctx := context.Background()
+	ctx := r.gateWrites.For(context.Background(), pclq)
+	// A pass of the lifter runs only once the cache shows its last gate removals for the clique.
+	pass := func(pods []*corev1.Pod) {
+		t.Helper()
+		if r.gateWrites.CaughtUp(ctx, pclq, client.ObjectKeyFromObject(pclq)) {
+			require.NoError(t, r.removeGates(ctx, pclq, pods))
+		}
+	}
 
 	// The stale copies: what the cache shows until the PATCHes' events arrive.
 	stale := func() []*corev1.Pod {
@@ -57,10 +68,11 @@ func TestGateLifterDoesNotPatchAPodItJustUngated(t *testing.T) {
 		return pods
 	}
 	first, again := stale(), stale()
-	require.NoError(t, r.removeGates(ctx, pclq, first, lifted))
+	informer.Bookmark(first[1].ResourceVersion)
+	pass(first)
 	assert.Equal(t, map[string]int{"a": 1, "b": 1}, patched)
 
-	require.NoError(t, r.removeGates(ctx, pclq, again, lifted))
+	pass(again)
 	assert.Equal(t, map[string]int{"a": 1, "b": 1}, patched, "no second PATCH from a cache behind the first")
 
 	// The cache shows a copy of b newer than the lifter's write, gated (the fake client lets
@@ -68,8 +80,9 @@ func TestGateLifterDoesNotPatchAPodItJustUngated(t *testing.T) {
 	b := &corev1.Pod{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "b"}, b))
 	b.Spec.SchedulingGates = gated("b").Spec.SchedulingGates
-	require.NoError(t, c.Update(ctx, b))
-	require.NoError(t, r.removeGates(ctx, pclq, []*corev1.Pod{b}, lifted))
+	require.NoError(t, c.Update(context.Background(), b))
+	informer.Bookmark(b.ResourceVersion)
+	pass([]*corev1.Pod{b})
 	assert.Equal(t, map[string]int{"a": 1, "b": 2}, patched)
 }
 

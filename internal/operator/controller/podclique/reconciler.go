@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -49,13 +51,46 @@ type Reconciler struct {
 	// status writes the status off the reconcile path (SetupWithManager starts it); nil in
 	// a Reconciler driven by hand, which writes it inline.
 	status *statusWriter
+
+	// writes, gateWrites and statusWrites record the writes of the controller, its gate lifter
+	// and its status writer (common.Writes): each starts on a clique only once the cache shows
+	// the last writes it made for it. Pod counts also have the expectations, as in
+	// kube-controller-manager's ReplicaSet controller.
+	writes, gateWrites, statusWrites *common.Writes
+	writesSet                        sync.Once
+}
+
+// initWrites makes the records of writes and routes each client's writes through its own;
+// informers is the manager's cache (nil when the Reconciler is driven by hand).
+func (r *Reconciler) initWrites(informers cache.Informers) {
+	r.writesSet.Do(func() {
+		scheme, base := r.Client.Scheme(), r.Client
+		// A record a test set is kept.
+		if r.writes == nil {
+			r.writes = common.NewWrites(scheme, informers, base, &corev1alpha1.PodClique{}, &corev1.Pod{})
+		}
+		if r.gateWrites == nil {
+			r.gateWrites = common.NewWrites(scheme, informers, base, &corev1.Pod{})
+		}
+		if r.statusWrites == nil {
+			r.statusWrites = common.NewWrites(scheme, informers, base, &corev1alpha1.PodClique{})
+		}
+		r.Client = r.writes.Client(base)
+		r.GateClient = r.gateWrites.Client(cmp.Or(r.GateClient, base))
+		r.StatusClient = r.statusWrites.Client(cmp.Or(r.StatusClient, base))
+	})
 }
 
 // Reconcile makes a PodClique's pods match its spec and reports its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.initWrites(nil)
+	if !r.writes.CaughtUp(ctx, &corev1alpha1.PodClique{}, req.NamespacedName) {
+		return common.Requeue(), nil
+	}
 	pclq := &corev1alpha1.PodClique{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pclq); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.writes.Forget(pclq, req.NamespacedName)
 			r.Expectations.Forget(req.String())
 			if r.status != nil {
 				r.status.forget(req.NamespacedName)
@@ -64,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
+	ctx = r.writes.For(ctx, pclq)
 	pods, err := r.listPods(ctx, pclq)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -43,6 +43,7 @@ const StatusWriterName = "podclique-status"
 // It also starts the clique's status writer and its gate lifter (gates.go), which has the same
 // concurrency.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.initWrites(mgr.GetCache())
 	r.status = newStatusWriter(r)
 	if err := mgr.Add(r.status); err != nil {
 		return err

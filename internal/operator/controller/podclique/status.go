@@ -42,7 +42,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodCli
 	return err
 }
 
-// writeStatus patches the PodClique's status, with observedGeneration observed and the
+// writeStatus applies the PodClique's status (the whole of it, as computed; common.ApplyStatus), with observedGeneration observed and the
 // PodCreateFailed condition of outcome (unchanged when nil), when it changed.
 func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64, outcome *createOutcome) (wrote bool, err error) {
 	status := computeStatus(pclq, pods)
@@ -53,9 +53,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodCliq
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
 		return false, nil
 	}
-	patch := client.MergeFrom(pclq.DeepCopy())
 	pclq.Status = status
-	if err := r.statusClient().Status().Patch(ctx, pclq, patch); err != nil {
+	if err := common.ApplyStatus(ctx, r.statusClient(), pclq, apicommon.PodCliqueFieldManager); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	return true, nil

@@ -3,6 +3,7 @@ package podclique
 import (
 	"context"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,9 +21,11 @@ import (
 // cliques the workers that create pods and lift gates all waited there. The reconcile only
 // records what it synced and queues the clique; the writer's workers compute the status from
 // the cache when they get to it, so changes that pile up while a clique waits in the queue
-// become one write. It is not held back on purpose: the scaling-group and PodCliqueSet
-// controllers act on these counts (rolling updates, gang termination), and a batching delay
-// made them act on counts a second old.
+// become one write. A write waits statusWindow after the first change of a burst, so the pod
+// events of a burst (creations, gate removals, bindings, readiness: four per pod) become one
+// write, not one each; the window is short because the scaling-group and PodCliqueSet
+// controllers act on these counts (rolling updates, gang termination), and a batching delay of
+// a second made them act on counts a second old.
 type statusWriter struct {
 	r       *Reconciler
 	workers int
@@ -32,19 +35,13 @@ type statusWriter struct {
 	synced sync.Map // types.NamespacedName -> int64
 	// outcomes holds, per clique, what its last pod creations came to (PodCreateFailed).
 	outcomes sync.Map // types.NamespacedName -> createOutcome
-	// written remembers each clique's last status write until the cache shows it. The status
-	// is a merge patch against the cached clique: from a copy older than the last write, a
-	// count that had changed and changed back (a pod gated, then ungated before the first
-	// write's event arrived) was left out of the patch, and the stale value stayed, since the
-	// clique's own status events bring no one back.
-	written *common.OwnWrites
 }
 
 // statusWorkers is how many status writes may be under way at once.
 const statusWorkers = 4
 
 func newStatusWriter(r *Reconciler) *statusWriter {
-	return &statusWriter{r: r, workers: statusWorkers, written: common.NewOwnWrites(common.OwnWriteTTL),
+	return &statusWriter{r: r, workers: statusWorkers,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: StatusWriterName})}
 }
@@ -55,8 +52,11 @@ func (w *statusWriter) enqueue(key types.NamespacedName, generation int64, synce
 	if synced {
 		w.synced.Store(key, generation)
 	}
-	w.queue.Add(key)
+	w.queue.AddAfter(key, statusWindow) // a key already waiting keeps its earlier time
 }
+
+// statusWindow is how long a clique's status write waits for more changes of the same burst.
+const statusWindow = 100 * time.Millisecond
 
 // forget drops what is kept of a clique that is gone.
 func (w *statusWriter) forget(key types.NamespacedName) {
@@ -103,20 +103,24 @@ func (w *statusWriter) next(ctx context.Context) bool {
 	return true
 }
 
-// write computes the clique's status from the cache and writes it when it changed.
+// write computes the clique's status from the cache and writes it when it changed. It waits
+// until the cache shows its last status write of the clique (the Reconciler's statusWrites):
+// the conditions' transition times are computed from the observed status.
 func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) error {
+	if !w.r.statusWrites.CaughtUp(ctx, &corev1alpha1.PodClique{}, key) {
+		w.queue.AddAfter(key, common.CacheCatchUpRetry)
+		return nil
+	}
 	pclq := &corev1alpha1.PodClique{}
 	if err := w.r.Client.Get(ctx, key, pclq); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.forget(key)
+			w.r.statusWrites.Forget(pclq, key)
 			return nil
 		}
 		return err
 	}
-	if w.written.Behind(key, pclq) {
-		w.queue.AddAfter(key, common.CacheBehindRetry)
-		return nil
-	}
+	ctx = w.r.statusWrites.For(ctx, pclq)
 	pods, err := w.r.listPods(ctx, pclq)
 	if err != nil {
 		return err
@@ -130,9 +134,6 @@ func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) erro
 		o := v.(createOutcome)
 		outcome = &o
 	}
-	wrote, err := w.r.writeStatus(ctx, pclq, pods, observed, outcome)
-	if wrote {
-		w.written.Wrote(pclq)
-	}
+	_, err = w.r.writeStatus(ctx, pclq, pods, observed, outcome)
 	return err
 }

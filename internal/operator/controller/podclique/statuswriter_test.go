@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/controller/util/consistency"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -49,7 +51,11 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	r := &Reconciler{Client: cache, StatusClient: server}
+	// The PodCliques' informer: it shows the clique as created until told otherwise.
+	informer := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	r := &Reconciler{Client: cache, StatusClient: server,
+		statusWrites: common.NewWritesFrom(scheme, cache, map[client.Object]consistency.LastSyncRVGetter{&corev1alpha1.PodClique{}: informer})}
+	r.initWrites(nil)
 	w := newStatusWriter(r)
 	key := client.ObjectKeyFromObject(pclq)
 	ctx := context.Background()
@@ -61,6 +67,7 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 
 	before := &corev1alpha1.PodClique{}
 	require.NoError(t, server.Get(ctx, key, before))
+	informer.Bookmark(before.ResourceVersion)
 	require.NoError(t, w.write(ctx, key))
 	require.EqualValues(t, 1, stored().ScheduleGatedReplicas)
 
@@ -76,6 +83,9 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 
 	// The cache catches up.
 	stale.Store(nil)
+	latest := &corev1alpha1.PodClique{}
+	require.NoError(t, server.Get(ctx, key, latest))
+	informer.Bookmark(latest.ResourceVersion)
 	require.NoError(t, w.write(ctx, key))
 	assert.EqualValues(t, 0, stored().ScheduleGatedReplicas)
 	assert.EqualValues(t, 1, stored().Replicas)

@@ -7,10 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,17 +35,38 @@ type Reconciler struct {
 	// Claims keeps the ResourceClaims of the scaling group's resourceSharing entries.
 	Claims *resourceclaim.Syncer
 
-	// statusWrites is the last status write of each scaling group, until the cache shows it
-	// (updateStatus); SetupWithManager makes it.
-	statusWrites *common.OwnWrites
+	// writes is the controller's record of its writes (common.Writes): a reconcile starts only
+	// once the cache shows the last ones it made for its group.
+	writes    *common.Writes
+	writesSet sync.Once
+}
+
+// initWrites makes the record of writes and routes the client's writes through it; informers
+// is the manager's cache (nil in a unit test on a fake client).
+func (r *Reconciler) initWrites(informers cache.Informers) {
+	r.writesSet.Do(func() {
+		if r.writes == nil { // a record a test set is kept
+			r.writes = common.NewWrites(r.Client.Scheme(), informers, r.Client,
+				&corev1alpha1.PodCliqueScalingGroup{}, &corev1alpha1.PodClique{})
+		}
+		r.Client = r.writes.Client(r.Client)
+	})
 }
 
 // Reconcile makes a scaling group's PodCliques match its replicas and reports its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.initWrites(nil)
+	if !r.writes.CaughtUp(ctx, &corev1alpha1.PodCliqueScalingGroup{}, req.NamespacedName) {
+		return common.Requeue(), nil
+	}
 	pcsg := &corev1alpha1.PodCliqueScalingGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pcsg); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.Forget(pcsg, req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = r.writes.For(ctx, pcsg)
 	members, err := r.listMembers(ctx, pcsg)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -82,11 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if syncErr == nil {
 		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
 	}
-	behind, statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
+	statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
 	var res reconcile.Result
-	if behind {
-		res.RequeueAfter = common.CacheBehindRetry
-	} else if conflicts {
+	if conflicts {
 		// The other PodClique's deletion sends no event this controller sees.
 		res.RequeueAfter = common.NameConflictRecheck
 	}

@@ -29,7 +29,7 @@ const ControllerName = "podcliquescalinggroup"
 //   - PodCliqueSets: a template change reaches the members; a rolling update reaching the
 //     group's replica starts replacing its outdated replicas.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.statusWrites = common.NewOwnWrites(common.OwnWriteTTL)
+	r.initWrites(mgr.GetCache())
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(opts).

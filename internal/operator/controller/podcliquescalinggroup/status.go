@@ -20,31 +20,23 @@ import (
 
 // updateStatus writes the scaling group's status when it changed. observedGeneration advances
 // only when the sync succeeded: a generation whose PodCliques could not be made is not observed.
-// The write is a merge patch against the cached group, so it waits (behind) until the cache
-// shows the last one: from an older copy, a count that changed and changed back compares
-// equal and is left out, and the stale value stays, since the group's own status events
-// bring no reconcile.
+// The status the reconcile computed is applied whole (common.ApplyStatus), never diffed
+// against the cached group; conditions keep their transition time unless their status changes
+// (computed from the observed status, which the consistency check keeps current).
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique, synced bool) (behind bool, err error) {
-	if r.statusWrites.Behind(client.ObjectKeyFromObject(pcsg), pcsg) {
-		return true, nil
-	}
+	members []*corev1alpha1.PodClique, synced bool) error {
 	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
 	if !synced {
 		status.ObservedGeneration = pcsg.Status.ObservedGeneration
 	}
 	if equality.Semantic.DeepEqual(status, pcsg.Status) {
-		return false, nil
+		return nil
 	}
 	// This controller is the status' only writer (the PodCliqueSet controller asks for
 	// GangTerminationInProgress through an annotation).
-	patch := client.MergeFrom(pcsg.DeepCopy())
-	pcsg.Status = status
-	if err := r.Client.Status().Patch(ctx, pcsg, patch); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	r.statusWrites.Wrote(pcsg)
-	return false, nil
+	desired := pcsg.DeepCopy()
+	desired.Status = status
+	return client.IgnoreNotFound(common.ApplyStatus(ctx, r.Client, desired, apicommon.ScalingGroupFieldManager))
 }
 
 // computeStatus judges each group replica by its PodCliques: scheduled when every member has

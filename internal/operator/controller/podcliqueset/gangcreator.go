@@ -58,52 +58,61 @@ func (c *gangCreator) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		if common.IsTerminating(existing) {
 			// A gang made again (a rolling update's scaling-group replica) whose pods came
 			// before the old one was gone: no pod event will bring this request back.
-			return reconcile.Result{RequeueAfter: gangCacheBehindRetry}, nil
+			return reconcile.Result{RequeueAfter: gangRetry}, nil
 		}
 		return reconcile.Result{}, nil
 	}
-	err := c.create(ctx, req.NamespacedName)
+	res, err := c.create(ctx, req.NamespacedName)
 	grovemetrics.ObserveReconcileError(GangCreatorName, err)
-	return reconcile.Result{}, err
+	return res, err
 }
 
-// create creates the absent PodGang when its plan is complete.
-func (c *gangCreator) create(ctx context.Context, key types.NamespacedName) error {
+// create creates the absent PodGang when its plan is complete. Its writes are the gang
+// writer's (the same record, under the PodCliqueSet): it plans only on a cache that shows every
+// PodGang write made for the PodCliqueSet, so a gang a pass created a moment ago is not
+// created again.
+func (c *gangCreator) create(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	c.r.initWrites(nil)
 	pods := &corev1.PodList{}
 	if err := common.ListManaged(ctx, c.r.Client, pods, key.Namespace, map[string]string{apicommon.LabelPodGang: key.Name},
 		apicommon.LabelPodGang, client.UnsafeDisableDeepCopy); err != nil || len(pods.Items) == 0 {
-		return err
+		return reconcile.Result{}, err
 	}
 	first := &pods.Items[0]
 	replica, ok := common.IntLabel(first, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !ok {
-		return nil
+		return reconcile.Result{}, nil
+	}
+	pcsKey := client.ObjectKey{Namespace: key.Namespace, Name: first.Labels[apicommon.LabelPartOfKey]}
+	if !c.r.gangWrites.CaughtUp(ctx, &corev1alpha1.PodCliqueSet{}, pcsKey) {
+		return common.Requeue(), nil
 	}
 	stored := &corev1alpha1.PodCliqueSet{}
-	if err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: first.Labels[apicommon.LabelPartOfKey]}, stored); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := c.r.Client.Get(ctx, pcsKey, stored); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if common.IsTerminating(stored) {
-		return nil
+		return reconcile.Result{}, nil
 	}
+	ctx = c.r.gangWrites.For(ctx, stored)
 	st := c.r.newState(stored)
 	if err := c.r.resolveTopology(ctx, st); err != nil {
-		return nil // the gang writer reports it on the PodCliqueSet
+		return reconcile.Result{}, nil // the gang writer reports it on the PodCliqueSet
 	}
 	in, err := c.gangInput(ctx, st, replica, key.Name, pods.Items)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	for _, g := range planPodGangs(in) {
 		if g.name != key.Name {
 			continue
 		}
 		if !g.complete {
-			return nil // the gang writer creates it after its grace
+			return reconcile.Result{}, nil // the gang writer creates it after its grace
 		}
-		return (&podGangs{c.r}).apply(ctx, st, g, nil, c.r.now())
+		return reconcile.Result{}, (&podGangs{c.r}).apply(ctx, st, g, nil, c.r.now())
 	}
-	return nil
+	return reconcile.Result{}, nil
 }
 
 // gangInput is the plan input of one PodCliqueSet replica that is complete for one of its gangs:

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
-	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
@@ -101,7 +100,7 @@ func TestAGangIsCreatedOnceByPassesRacingForIt(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	})
-	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}, gangWrites: common.NewOwnWrites(common.OwnWriteTTL)}}
+	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}}}
 	ctx := context.Background()
 
 	firstDone := make(chan error, 1)

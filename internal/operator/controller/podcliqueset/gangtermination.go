@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +47,6 @@ type replicaCliques struct {
 	members map[string]map[int][]*corev1alpha1.PodClique
 	// terminating is set when a PodClique of the replica is being deleted.
 	terminating bool
-	uids        map[types.UID]bool
 }
 
 func (rc *replicaCliques) all() []*corev1alpha1.PodClique {
@@ -116,10 +114,9 @@ func (c *gangTermination) replicaCliques(ctx context.Context, st *state, pcsgUID
 		}
 		rc := out[i]
 		if rc == nil {
-			rc = &replicaCliques{members: map[string]map[int][]*corev1alpha1.PodClique{}, uids: map[types.UID]bool{}}
+			rc = &replicaCliques{members: map[string]map[int][]*corev1alpha1.PodClique{}}
 			out[i] = rc
 		}
-		rc.uids[p.UID] = true
 		if common.IsTerminating(p) {
 			rc.terminating = true
 			continue
@@ -155,9 +152,6 @@ func (c *gangTermination) terminateExpired(ctx context.Context, st *state, i int
 	groups []*corev1alpha1.PodCliqueScalingGroup, delay time.Duration, now time.Time) (time.Duration, error) {
 	var wait time.Duration
 	expired := func(p *corev1alpha1.PodClique) bool {
-		if c.r.gangTerminated.has(p.UID) {
-			return false // already deleted; the cache is behind
-		}
 		cond := meta.FindStatusCondition(p.Status.Conditions, apicommon.ConditionMinAvailableBreached)
 		if cond == nil || cond.Status != metav1.ConditionTrue {
 			return false
@@ -308,11 +302,6 @@ func (c *gangTermination) endRecreation(ctx context.Context, st *state, i int, r
 	if !inProgress || rc.terminating || !replicaComplete(st.pcs, rc, groups) {
 		return nil
 	}
-	for uid := range rc.uids {
-		if c.r.gangTerminated.has(uid) {
-			return nil // the cache still shows PodCliques that were deleted
-		}
-	}
 	var errs []error
 	for _, g := range groups {
 		errs = append(errs, c.setRecreating(ctx, st, g, ""))
@@ -357,39 +346,10 @@ func (c *gangTermination) setRecreating(ctx context.Context, st *state, g *corev
 	return client.IgnoreNotFound(c.r.Client.Patch(ctx, g, patch))
 }
 
-// deletePodClique deletes a PodClique for a recreation and remembers it: until the cache
-// shows it terminating, later reconciles must not act on its breach again.
+// deletePodClique deletes a PodClique for a recreation. The delete is recorded (common.Writes):
+// no later reconcile runs on a cache that does not show it terminating, and so none acts on
+// its breach again.
 func (c *gangTermination) deletePodClique(ctx context.Context, st *state, p *corev1alpha1.PodClique) error {
-	c.r.gangTerminated.add(p.UID)
-	c.r.childWrites.Forget(client.ObjectKeyFromObject(p))
 	st.children.wrote(childPodCliques)
 	return common.Delete(ctx, c.r.Client, p)
-}
-
-// uidSet remembers UIDs for a while (entries expire, so it cannot grow without bound).
-type uidSet struct {
-	mu  sync.Mutex
-	ttl time.Duration
-	at  map[types.UID]time.Time
-}
-
-func newUIDSet(ttl time.Duration) *uidSet { return &uidSet{ttl: ttl, at: map[types.UID]time.Time{}} }
-
-func (s *uidSet) add(uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	for u, t := range s.at {
-		if now.Sub(t) > s.ttl {
-			delete(s.at, u)
-		}
-	}
-	s.at[uid] = now
-}
-
-func (s *uidSet) has(uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.at[uid]
-	return ok && time.Since(t) <= s.ttl
 }

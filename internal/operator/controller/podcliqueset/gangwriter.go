@@ -53,9 +53,9 @@ type gangOutcome struct {
 }
 
 const (
-	// gangCacheBehindRetry is when a pass comes back to a PodGang it left alone because the
-	// cache did not show the latest write to it yet.
-	gangCacheBehindRetry = 500 * time.Millisecond
+	// gangRetry is when a pass comes back to a PodGang whose condition write conflicted with
+	// another writer's, or the gang creator to a gang whose predecessor is still going away.
+	gangRetry = 500 * time.Millisecond
 	// minGangRequeue is the soonest a pass comes back for a gang whose grace ran out while the
 	// pass went on: the next one plans it from a fresh read of the cache.
 	minGangRequeue = 50 * time.Millisecond
@@ -93,13 +93,19 @@ func (w *gangWriter) setup(mgr ctrl.Manager, opts controller.Options) error {
 // Reconcile syncs the PodGangs of a PodCliqueSet that is not being deleted (a deleted one's
 // PodGangs go in the PodCliqueSet controller's deletion order).
 func (w *gangWriter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w.r.initWrites(nil)
+	if !w.r.gangWrites.CaughtUp(ctx, &corev1alpha1.PodCliqueSet{}, req.NamespacedName) {
+		return common.Requeue(), nil
+	}
 	stored := &corev1alpha1.PodCliqueSet{}
 	if err := w.r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			w.outcomes.Delete(req.NamespacedName)
+			w.r.gangWrites.Forget(stored, req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = w.r.gangWrites.For(ctx, stored)
 	if common.IsTerminating(stored) {
 		return reconcile.Result{}, nil
 	}

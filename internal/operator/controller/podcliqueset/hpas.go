@@ -72,7 +72,7 @@ func (c *horizontalPodAutoscalers) Sync(ctx context.Context, st *state) error {
 	for _, t := range targets {
 		wanted[apicommon.HPAName(t.name)] = true
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, nil, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
 	for _, t := range targets {
 		hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: apicommon.HPAName(t.name), Namespace: st.pcs.Namespace}}
 		if _, err := common.CreateOrPatch(ctx, c.r.Client, child(st.stored, apicommon.ComponentHPA, t.field), hpa, func() error {
@@ -94,7 +94,7 @@ func (c *horizontalPodAutoscalers) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *horizontalPodAutoscalers) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, nil, st.stored, &autoscalingv2.HorizontalPodAutoscalerList{}, apicommon.ComponentHPA)
+	return deleteOwned(ctx, c.r.Client, st.stored, &autoscalingv2.HorizontalPodAutoscalerList{}, apicommon.ComponentHPA)
 }
 
 // autoscalerMetrics are the config's metrics, or the default CPU utilisation target.

@@ -44,13 +44,11 @@ func anyUnwanted(owned []client.Object, wanted map[string]bool) bool {
 
 // deleteUnwanted deletes the owned objects whose names are not wanted, in slow-start batches
 // (a scale-in of hundreds of replicas is not hundreds of round trips one after another).
-func deleteUnwanted(ctx context.Context, c client.Client, w *common.OwnWrites, owned []client.Object, wanted map[string]bool) error {
+func deleteUnwanted(ctx context.Context, c client.Client, owned []client.Object, wanted map[string]bool) error {
 	var unwanted []client.Object
 	for _, obj := range owned {
 		if !wanted[obj.GetName()] {
 			unwanted = append(unwanted, obj)
-			// Deleted on purpose: one made again under its name must not wait for the record.
-			w.Forget(client.ObjectKeyFromObject(obj))
 		}
 	}
 	_, err := common.SlowStart(ctx, len(unwanted), func(ctx context.Context, i int) error { return common.Delete(ctx, c, unwanted[i]) })
@@ -58,10 +56,10 @@ func deleteUnwanted(ctx context.Context, c client.Client, w *common.OwnWrites, o
 }
 
 // deleteOwned deletes every owned object of a component (the PodCliqueSet is being deleted).
-func deleteOwned(ctx context.Context, c client.Client, w *common.OwnWrites, pcs *corev1alpha1.PodCliqueSet, list client.ObjectList, component string) error {
+func deleteOwned(ctx context.Context, c client.Client, pcs *corev1alpha1.PodCliqueSet, list client.ObjectList, component string) error {
 	owned, err := listOwned(ctx, c, pcs, list, component)
 	if err != nil {
 		return err
 	}
-	return deleteUnwanted(ctx, c, w, owned, nil)
+	return deleteUnwanted(ctx, c, owned, nil)
 }

@@ -86,7 +86,7 @@ func (c *partialGangs) Sync(ctx context.Context, st *state) error {
 	for i := range pods {
 		p := &pods[i]
 		owner := metav1.GetControllerOf(p)
-		if !common.IsActive(p) || owner == nil || owner.Kind != "PodClique" || c.r.partialReleased.has(p.UID) {
+		if !common.IsActive(p) || owner == nil || owner.Kind != "PodClique" {
 			continue
 		}
 		members[p.Labels[apicommon.LabelPodGang]] = append(members[p.Labels[apicommon.LabelPodGang]], p)
@@ -205,7 +205,6 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 	}
 	var errs []error
 	for _, p := range partial.bound {
-		c.r.partialReleased.add(p.UID)
 		errs = append(errs, common.Delete(ctx, c.r.Client, p))
 	}
 	c.r.Recorder.Eventf(pg, st.stored, corev1.EventTypeWarning, apicommon.ReasonPartialGangReleased, "ReleasePartialGang", "%s", msg)
@@ -217,6 +216,5 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 // the scheduler's conditions and the operator's Initialized are other managers' entries.
 func (c *partialGangs) setCondition(ctx context.Context, st *state, pg *schedv1alpha1.PodGang, cond metav1.Condition) error {
 	st.children.wrote(childPodGangs)
-	_, err := applyPodGangCondition(ctx, c.r.Client, pg, apicommon.PartialGangFieldManager, cond, "")
-	return err
+	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.PartialGangFieldManager, cond, "")
 }

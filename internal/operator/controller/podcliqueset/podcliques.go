@@ -51,21 +51,18 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 	if anyUnwanted(owned, wanted) {
 		st.children.wrote(childPodCliques)
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
 	// In slow-start batches, not one request after another: a PodCliqueSet of hundreds of
 	// replicas otherwise waits for hundreds of round trips before its last clique exists.
 	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: st.pcs.Namespace}}
 		own := child(st.stored, apicommon.ComponentPCSPodClique, cliqueField(st.pcs, t.Clique.Name))
-		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, own, pclq, func() error {
+		res, err := common.CreateOrPatch(ctx, c.r.Client, own, pclq, func() error {
 			common.MutatePodClique(pclq, t)
 			return nil
 		})
 		err = st.conflict(err)
-		if behind {
-			st.requeueAfter(common.CacheBehindRetry)
-		}
 		if res != controllerutil.OperationResultNone {
 			st.children.wrote(childPodCliques)
 		}
@@ -78,7 +75,7 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *podCliques) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, c.r.childWrites, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueList{}, apicommon.ComponentPCSPodClique)
 }
 
 // scalingGroups keeps one PodCliqueScalingGroup per scaling group and replica. The template's
@@ -106,7 +103,7 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 	if anyUnwanted(owned, wanted) {
 		st.children.wrote(childScalingGroups)
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, c.r.childWrites, owned, wanted), c.memberConflicts(ctx, st, groups)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted), c.memberConflicts(ctx, st, groups)}
 	type target struct{ replica, config int }
 	var targets []target
 	for i := range int(st.pcs.Spec.Replicas) {
@@ -120,7 +117,7 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 		pcsg := &corev1alpha1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{
 			Name: apicommon.PodCliqueScalingGroupName(st.pcs.Name, i, g.Name), Namespace: st.pcs.Namespace}}
 		own := child(st.stored, apicommon.ComponentPodCliqueScalingGroup, scalingGroupField(targets[n].config))
-		res, behind, err := common.CreateOrPatchRecorded(ctx, c.r.Client, c.r.childWrites, own, pcsg, func() error {
+		res, err := common.CreateOrPatch(ctx, c.r.Client, own, pcsg, func() error {
 			pcsg.Labels = common.WithLabels(pcsg.Labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodCliqueScalingGroup, i))
 			for k, v := range g.Annotations {
 				if pcsg.Annotations == nil {
@@ -137,9 +134,6 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 			return nil
 		})
 		err = st.conflict(err)
-		if behind {
-			st.requeueAfter(common.CacheBehindRetry)
-		}
 		if res != controllerutil.OperationResultNone {
 			st.children.wrote(childScalingGroups)
 		}
@@ -201,7 +195,7 @@ func (c *scalingGroups) checkMember(ctx context.Context, st *state, g *corev1alp
 }
 
 func (c *scalingGroups) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, c.r.childWrites, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1alpha1.PodCliqueScalingGroupList{}, apicommon.ComponentPodCliqueScalingGroup)
 }
 
 // cliqueField is the path of a clique's name in the PodCliqueSet, for conflict reports.

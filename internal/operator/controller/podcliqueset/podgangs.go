@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -148,27 +147,11 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		annotations[apicommon.AnnotationTopologyName] = st.topology.name
 	}
 
-	key := types.NamespacedName{Namespace: st.pcs.Namespace, Name: g.name}
-	var cached client.Object
-	if pg != nil {
-		cached = pg
-	} else {
-		// The gang creator and a writer pass can both find the gang missing at once (the
-		// 500×2 apply sent 560 creates for 500 PodGangs, the twins refused AlreadyExists):
-		// one creates it, the other leaves it to the create's event. Taken before the check
-		// of the record below, which the creating one fills before it lets go.
-		if _, busy := c.r.gangCreates.LoadOrStore(key, struct{}{}); busy {
-			st.requeueAfter(gangCacheBehindRetry)
-			return nil
-		}
-		defer c.r.gangCreates.Delete(key)
-	}
-	if c.r.gangWrites.Behind(key, cached) {
-		// The cache does not show this writer's last write of the gang yet: what it shows is
-		// already outdated. Its event (or this requeue, for a status write) brings us back.
-		st.requeueAfter(gangCacheBehindRetry)
-		return nil
-	}
+	// The cache shows every earlier write of this writer and its fast path for the
+	// PodCliqueSet (the consistency check before the pass). The gang creator and a writer pass
+	// can still both find the gang missing at once (the 500×2 apply sent 560 creates for 500
+	// PodGangs, the twins refused AlreadyExists): the record refuses the second create before it
+	// is sent, and the first create's event brings the pass back.
 	if pg == nil {
 		if wait := g.createIn(planned); wait > 0 {
 			st.requeueAfter(max(wait-c.r.now().Sub(planned), minGangRequeue))
@@ -185,11 +168,10 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		st.children.wrote(childPodGangs)
 		if err := c.r.gangClient().Create(ctx, pg); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return nil // the cache is behind; the create event brings us back
+				return nil // being created, or the cache is behind; the create event brings us back
 			}
 			return err
 		}
-		c.r.gangWrites.Wrote(pg)
 	} else if _, topologyNamed := pg.Annotations[apicommon.AnnotationTopologyName]; !equality.Semantic.DeepEqual(pg.Spec, g.spec) ||
 		!subset(labels, pg.Labels) || !subset(annotations, pg.Annotations) || (topologyNamed && annotations[apicommon.AnnotationTopologyName] == "") {
 		// Keys are added and updated, never removed: other controllers (and upstream Grove,
@@ -205,7 +187,6 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		if err := c.r.gangClient().Patch(ctx, pg, patch); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		c.r.gangWrites.Wrote(pg)
 	}
 	if err := c.syncBackend(ctx, st, pg); err != nil {
 		return err
@@ -255,15 +236,12 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 		phase = schedv1alpha1.PodGangPhasePending
 	}
 	st.children.wrote(childPodGangs)
-	written, err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, phase)
-	switch {
-	case apierrors.IsConflict(err):
+	err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, phase)
+	if apierrors.IsConflict(err) {
 		// Another writer (the scheduler's phase) came between; the condition is computed again
 		// from a cache that shows it.
-		st.requeueAfter(gangCacheBehindRetry)
+		st.requeueAfter(gangRetry)
 		return nil
-	case err == nil && written != nil:
-		c.r.gangWrites.Wrote(written)
 	}
 	return err
 }
@@ -272,9 +250,8 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 // the phase) under the field manager that owns it. PodGang status has several writers, one per
 // condition type (pkg/api/scheduler/v1alpha1): server-side apply on the conditions' type-keyed
 // list lets each own its entries without reading or rewriting the others'. The resourceVersion
-// makes the write conditional on what the condition was computed from. It returns the PodGang's
-// metadata as written (its new resourceVersion).
-func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition, phase schedv1alpha1.PodGangPhase) (client.Object, error) {
+// makes the write conditional on what the condition was computed from.
+func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition, phase schedv1alpha1.PodGangPhase) error {
 	conds := slices.Clone(pg.Status.Conditions)
 	if cond.LastTransitionTime.IsZero() {
 		common.SetCondition(&conds, cond, pg.Generation)
@@ -297,11 +274,7 @@ func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alph
 		"metadata": map[string]any{"name": pg.Name, "namespace": pg.Namespace, "resourceVersion": pg.ResourceVersion},
 		"status":   status,
 	}}
-	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
-	if err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	return u, nil
+	return client.IgnoreNotFound(c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership))
 }
 
 func (c *podGangs) Delete(ctx context.Context, st *state) error {
@@ -312,7 +285,7 @@ func (c *podGangs) Delete(ctx context.Context, st *state) error {
 	for _, pg := range owned {
 		c.r.forgetPodGang(pg)
 	}
-	return deleteUnwanted(ctx, c.r.Client, nil, owned, nil)
+	return deleteUnwanted(ctx, c.r.Client, owned, nil)
 }
 
 // subset reports whether every entry of want is in have.

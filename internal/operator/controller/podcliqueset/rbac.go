@@ -36,7 +36,7 @@ func serviceAccountChild(pcs *corev1alpha1.PodCliqueSet) common.Child {
 }
 
 func (c *serviceAccounts) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, nil, st.stored, &corev1.ServiceAccountList{}, apicommon.ComponentPodServiceAccount)
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1.ServiceAccountList{}, apicommon.ComponentPodServiceAccount)
 }
 
 // roles keeps the Role that lets the pods of the PodCliqueSet read pods (peer discovery and the
@@ -55,7 +55,7 @@ func (c *roles) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *roles) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, nil, st.stored, &rbacv1.RoleList{}, apicommon.ComponentPodRole)
+	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleList{}, apicommon.ComponentPodRole)
 }
 
 // roleBindings binds the Role to the ServiceAccount, only while that ServiceAccount is Grove's:
@@ -80,5 +80,5 @@ func (c *roleBindings) Sync(ctx context.Context, st *state) error {
 }
 
 func (c *roleBindings) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, nil, st.stored, &rbacv1.RoleBindingList{}, apicommon.ComponentPodRoleBinding)
+	return deleteOwned(ctx, c.r.Client, st.stored, &rbacv1.RoleBindingList{}, apicommon.ComponentPodRoleBinding)
 }

@@ -11,11 +11,15 @@ import (
 	"sync"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -25,6 +29,7 @@ import (
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
@@ -56,27 +61,15 @@ type Reconciler struct {
 
 	// syncedPodGangs remembers the generation and metadata of each PodGang the backend last
 	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
-	// failure.
+	// failure. It is a memo of the backend's work, not of this controller's writes.
 	syncedPodGangs sync.Map // types.UID -> syncedGang
-	// gangWrites is the gang writer's last write of each PodGang, for passes on a cache that does
-	// not show it yet (at 500 replicas they made 50 duplicate creates and 180 conflicting status
-	// writes, each failing the pass).
-	gangWrites *common.OwnWrites
-	// childWrites is the last write of each PodClique and scaling group the PodCliqueSet
-	// controller made, until the cache shows it (common.CreateOrPatchRecorded).
-	childWrites *common.OwnWrites
-	// gangCreates holds the PodGangs whose create is under way (podGangs.apply).
-	gangCreates sync.Map // types.NamespacedName -> struct{}
-	// statusWrites is the last status write of each PodCliqueSet, until the cache shows it
-	// (updateStatus).
-	statusWrites *common.OwnWrites
-	// gangTerminated remembers PodCliques deleted to recreate a gang, for reconciles that run
-	// on a cache that still shows them.
-	gangTerminated *uidSet
-	// partialReleased remembers pods deleted to release a partly bound gang, for reconciles
-	// that run on a cache that still shows them bound.
-	partialReleased *uidSet
-	initOnce        sync.Once
+	// writes records the PodCliqueSet controller's writes (its children, their deletes, the
+	// status), gangWrites those of the gang writer and its fast path (common.Writes): a
+	// reconcile starts only once the cache shows the last writes made for its PodCliqueSet. At
+	// 500 replicas, passes on a cache that did not show them made duplicate creates and
+	// conflicting status writes, and acted twice on a gang breach or a partly bound gang.
+	writes, gangWrites *common.Writes
+	writesSet          sync.Once
 	// gangCreator: the gang creator runs (SetupWithManager), so passes leave it the gangs
 	// that just became complete.
 	gangCreator bool
@@ -202,11 +195,18 @@ func (r *Reconciler) deletionOrder() []component.Component[*state] {
 
 // Reconcile syncs the components of a PodCliqueSet in order and reports its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	r.initOnce.Do(func() { r.gangTerminated, r.partialReleased = newUIDSet(5*time.Minute), newUIDSet(5*time.Minute) })
+	r.initWrites(nil)
+	if !r.writes.CaughtUp(ctx, &corev1alpha1.PodCliqueSet{}, req.NamespacedName) {
+		return common.Requeue(), nil
+	}
 	stored := &corev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, stored); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.writes.Forget(stored, req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	ctx = r.writes.For(ctx, stored)
 	st := r.newState(stored)
 	if common.IsTerminating(stored) {
 		if err := component.DeleteAll(ctx, st, r.deletionOrder()...); err != nil {
@@ -294,5 +294,26 @@ func (r *Reconciler) statusClient() client.Client { return cmp.Or(r.StatusClient
 // forgetPodGang drops what is kept of a PodGang deleted on purpose.
 func (r *Reconciler) forgetPodGang(pg client.Object) {
 	r.syncedPodGangs.Delete(pg.GetUID())
-	r.gangWrites.Forget(client.ObjectKeyFromObject(pg))
+}
+
+// initWrites makes the records of writes and routes each client's writes through its own;
+// informers is the manager's cache (nil when the Reconciler is driven by hand).
+func (r *Reconciler) initWrites(informers cache.Informers) {
+	r.writesSet.Do(func() {
+		scheme, base := r.Client.Scheme(), r.Client
+		// A record a test set is kept.
+		if r.writes == nil {
+			r.writes = common.NewWrites(scheme, informers, base, &corev1alpha1.PodCliqueSet{}, &corev1alpha1.PodClique{},
+				&corev1alpha1.PodCliqueScalingGroup{}, &schedv1alpha1.PodGang{}, &corev1.Pod{}, &corev1.Service{},
+				&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &autoscalingv2.HorizontalPodAutoscaler{})
+		}
+		if r.gangWrites == nil {
+			r.gangWrites = common.NewWrites(scheme, informers, base, &schedv1alpha1.PodGang{})
+		}
+		r.Client = r.writes.Client(base)
+		if r.StatusClient != nil {
+			r.StatusClient = r.writes.Client(r.StatusClient)
+		}
+		r.GangClient = r.gangWrites.Client(cmp.Or(r.GangClient, base))
+	})
 }

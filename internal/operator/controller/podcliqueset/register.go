@@ -90,9 +90,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	})
 	r.gangs = newGangWriter(r)
-	r.gangWrites = common.NewOwnWrites(common.OwnWriteTTL)
-	r.statusWrites = common.NewOwnWrites(common.OwnWriteTTL)
-	r.childWrites = common.NewOwnWrites(common.OwnWriteTTL)
+	r.initWrites(mgr.GetCache())
 	if err := r.gangs.setup(mgr, opts); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (c *headlessServices) Sync(ctx context.Context, st *state) error {
 	for i := range int(st.pcs.Spec.Replicas) {
 		wanted[apicommon.HeadlessServiceName(st.pcs.Name, i)] = true
 	}
-	errs := []error{deleteUnwanted(ctx, c.r.Client, nil, owned, wanted)}
+	errs := []error{deleteUnwanted(ctx, c.r.Client, owned, wanted)}
 	have := map[string]bool{}
 	for _, svc := range owned {
 		have[svc.GetName()] = true
@@ -75,5 +75,5 @@ func (c *headlessServices) apply(ctx context.Context, st *state, replica int) er
 }
 
 func (c *headlessServices) Delete(ctx context.Context, st *state) error {
-	return deleteOwned(ctx, c.r.Client, nil, st.stored, &corev1.ServiceList{}, apicommon.ComponentHeadlessService)
+	return deleteOwned(ctx, c.r.Client, st.stored, &corev1.ServiceList{}, apicommon.ComponentHeadlessService)
 }

@@ -24,16 +24,12 @@ import (
 	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
-// updateStatus writes the PodCliqueSet's status when it changed. The write is a merge patch
-// against the cached PodCliqueSet, so it waits until the cache shows the last one: from an
-// older copy, a field that changed and changed back (availableReplicas during an update)
-// compares equal and is left out, and the stale value stays, since the PodCliqueSet's own
-// status events bring no reconcile.
+// updateStatus writes the PodCliqueSet's status when it changed: the status this reconcile
+// computed is applied whole (common.ApplyStatus), never diffed against the cached copy, from
+// which a field that changed and changed back (availableReplicas during an update) compared
+// equal and was left out. The conditions' transition times come from the observed status,
+// which the consistency check at the top of the reconcile keeps current.
 func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error) error {
-	if r.statusWrites.Behind(client.ObjectKeyFromObject(st.stored), st.stored) {
-		st.requeueAfter(common.CacheBehindRetry)
-		return nil
-	}
 	pclqs, err := st.children.podCliques(ctx)
 	if err != nil {
 		return err
@@ -56,13 +52,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	if equality.Semantic.DeepEqual(status, st.stored.Status) {
 		return nil
 	}
-	patch := client.MergeFrom(st.stored.DeepCopy())
 	st.stored.Status = status
-	if err := r.statusClient().Status().Patch(ctx, st.stored, patch); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	r.statusWrites.Wrote(st.stored)
-	return nil
+	return client.IgnoreNotFound(common.ApplyStatus(ctx, r.statusClient(), st.stored, apicommon.OperatorFieldManager))
 }
 
 // podGangStatuses summarises the PodCliqueSet's PodGangs (upstream Grove's

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/controller/util/consistency"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,8 +127,13 @@ func TestUpdateEndsOnceScalingGroupsReportIt(t *testing.T) {
 func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 	f := newGangFixture(1, time.Now())
 	c := f.builder(t).WithStatusSubresource(&corev1alpha1.PodCliqueSet{}, &corev1alpha1.PodClique{}).Build()
-	r := &Reconciler{Client: c, statusWrites: common.NewOwnWrites(common.OwnWriteTTL)}
-	ctx := context.Background()
+	// The PodCliqueSets' informer.
+	informer := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	r := &Reconciler{Client: c, writes: common.NewWritesFrom(c.Scheme(), c,
+		map[client.Object]consistency.LastSyncRVGetter{&corev1alpha1.PodCliqueSet{}: informer})}
+	r.initWrites(nil)
+	ctx := r.writes.For(context.Background(), f.pcs)
+	key := client.ObjectKeyFromObject(f.pcs)
 	get := func() *corev1alpha1.PodCliqueSet {
 		got := &corev1alpha1.PodCliqueSet{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(f.pcs), got))
@@ -138,17 +145,23 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 		pclq.Status.ReadyReplicas = n
 		require.NoError(t, c.Status().Update(ctx, pclq))
 	}
-	write := func(cached *corev1alpha1.PodCliqueSet) *state {
+	// A reconcile writes only when the consistency check at its top passes.
+	write := func(cached *corev1alpha1.PodCliqueSet) (behind bool) {
+		if !r.writes.CaughtUp(ctx, cached, key) {
+			return true
+		}
 		st := &state{pcs: cached.DeepCopy(), stored: cached, children: newChildren(c, cached)}
 		corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
 		require.NoError(t, r.updateStatus(ctx, st, nil))
-		return st
+		return false
 	}
 
 	// The replica is not available, then is, then is not again.
 	setReady(0)
+	informer.Bookmark(get().ResourceVersion)
 	write(get())
 	afterFirst := get()
+	informer.Bookmark(afterFirst.ResourceVersion)
 	setReady(2)
 	write(get())
 	written := get()
@@ -157,11 +170,11 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 	// The cache shows the first write but not the second: its availableReplicas 0 equals the
 	// new count.
 	setReady(0)
-	st := write(afterFirst)
-	assert.Equal(t, common.CacheBehindRetry, st.requeue, "the PodCliqueSet is looked at again once the cache shows the last write")
+	assert.True(t, write(afterFirst), "the PodCliqueSet is looked at again once the cache shows the last write")
 	assert.Equal(t, written.ResourceVersion, get().ResourceVersion, "nothing written from a copy older than the last write")
 
 	// The cache caught up.
+	informer.Bookmark(written.ResourceVersion)
 	write(get())
 	assert.EqualValues(t, 0, get().Status.AvailableReplicas)
 }
