@@ -103,4 +103,3 @@ func stuckGangs(tCtx ktesting.TContext) int {
 	}
 	return len(gangs)
 }
-
