@@ -64,7 +64,11 @@ func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if remaining <= 0 {
 		return
 	}
-	sig := p.runner.SignPod(ctx, pod)
+	// The framework hands Reserve the assumed pod, its nodeName set: the members still pending
+	// are compared with it as it was before.
+	unassumed := *pod
+	unassumed.Spec.NodeName = ""
+	sig := p.runner.SignPod(ctx, &unassumed)
 	if sig == nil {
 		// Signatures are off for the profile: nothing tells which members are alike.
 		return

@@ -40,8 +40,17 @@ func (f *planFramework) RunPreFilterExtensionAddPod(context.Context, fwk.CycleSt
 	return nil
 }
 
+// SignPod signs what the scheduler's signature holds of these pods: their gang and PodGroup,
+// and their nodeName (set on the assumed pod the framework hands Reserve).
 func (f *planFramework) SignPod(_ context.Context, pod *v1.Pod) fwk.PodSignature {
-	return fwk.PodSignature(pod.Labels[common.LabelPodGang] + "/" + pod.Labels[common.LabelPodClique])
+	return fwk.PodSignature(pod.Labels[common.LabelPodGang] + "/" + pod.Labels[common.LabelPodClique] + "/" + pod.Spec.NodeName)
+}
+
+// assumed is the pod as the framework hands it to Reserve: a copy bound to node.
+func assumed(pod *v1.Pod, node string) *v1.Pod {
+	out := pod.DeepCopy()
+	out.Spec.NodeName = node
+	return out
 }
 
 func planNode(name, cpu string) *v1.Node {
@@ -83,7 +92,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 	res, st := p.PreFilter(ctx, s0, pods[0], infos())
 	require.True(t, st.IsSuccess(), "%v", st)
 	assert.Nil(t, res, "the first member is not narrowed")
-	require.Nil(t, p.Reserve(ctx, s0, pods[0], "a"))
+	require.Nil(t, p.Reserve(ctx, s0, assumed(pods[0], "a"), "a"))
 	assert.Equal(t, []string{"a", "b", "c"}, f.filtered, "one Filter call per planned member")
 	require.Equal(t, fwk.Wait, permit(s0, pods[0], "a"))
 
@@ -101,7 +110,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 		}
 	}
 	f.filtered = nil
-	require.Nil(t, p.Reserve(ctx, s1, pods[1], "a"))
+	require.Nil(t, p.Reserve(ctx, s1, assumed(pods[1], "a"), "a"))
 	assert.Empty(t, f.filtered, "a planned member plans nothing")
 	require.Equal(t, fwk.Wait, permit(s1, pods[1], "a"))
 
@@ -114,7 +123,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 	res, st = p.PreFilter(ctx, s2, pods[2], infos())
 	require.True(t, st.IsSuccess(), "%v", st)
 	assert.Nil(t, res, "a planned node without room is not handed out")
-	require.Nil(t, p.Reserve(ctx, s2, pods[2], "a"))
+	require.Nil(t, p.Reserve(ctx, s2, assumed(pods[2], "a"), "a"))
 	require.Equal(t, fwk.Wait, permit(s2, pods[2], "a"))
 
 	// The fourth member's node c is refused by a filter now: its cycle fails on c, and
@@ -139,7 +148,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 	res, st = p.PreFilter(ctx, s4, pods[3], infos())
 	require.True(t, st.IsSuccess(), "%v", st)
 	assert.Nil(t, res, "a member is handed its planned node once")
-	require.Nil(t, p.Reserve(ctx, s4, pods[3], "a"))
+	require.Nil(t, p.Reserve(ctx, s4, assumed(pods[3], "a"), "a"))
 	require.Equal(t, fwk.Success, permit(s4, pods[3], "a"))
 	for _, pod := range pods[:3] {
 		assert.True(t, h.waiting[pod.UID].allowed, "%s is released", pod.Name)
