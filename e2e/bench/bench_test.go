@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 
 func BenchmarkPerfScheduling(b *testing.B) {
 	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "grove", plugins.Registry(),
-		perf.WithPodsSchedulingTimeout(15*time.Minute))
+		perf.WithPodsSchedulingTimeout(15*time.Minute), perf.WithPrepareFn(watchStuck))
 }
 
 func decodeProfile(t *testing.T, path string) schedconfig.KubeSchedulerProfile {

@@ -142,7 +142,7 @@ func TestWhyUnschedulableGangFromPodAndPodCliqueSet(t *testing.T) {
 	f := newFixture(t)
 	reason := "needs 6 pods of 8 nvidia.com/gpu within one rack; the best rack (z0-b0-r1) fits 4"
 	f.gang("work-0", 6, metav1.Condition{Type: schedv1alpha1.PodGangConditionScheduled, Status: metav1.ConditionFalse,
-		Reason: common.ReasonUnschedulable, Message: reason})
+		Reason: common.ReasonNoDomainFits, Message: reason})
 	for i := range 6 {
 		f.pod("work-0-worker-"+string(rune('a'+i)), "work-0", "", func(p *corev1.Pod) {
 			if i == 0 {
@@ -163,7 +163,7 @@ func TestWhyUnschedulableGangFromPodAndPodCliqueSet(t *testing.T) {
 
 	gangLines := []string{
 		"1. pods: 6 exist, 0 bound to nodes, 0 still gated",
-		"2. grove-scheduler: Unschedulable — " + reason,
+		"2. grove-scheduler: NoDomainFits — " + reason,
 		"3. event GangUnschedulable (×3, ",
 		"next: free capacity inside one domain of the required level, lower minAvailable so the quorum fits, or relax the PodCliqueSet's topologyConstraint",
 	}
@@ -174,6 +174,29 @@ func TestWhyUnschedulableGangFromPodAndPodCliqueSet(t *testing.T) {
 	out = f.why("PodCliqueSet", "work")
 	assertLines(t, out, append([]string{"PodCliqueSet " + f.ns + "/work is not Ready (PodGangUnschedulable): PodGang work-0 unschedulable: " + reason,
 		"replicas: 1 wanted, 0 available; PodGangs: 0 of 1 scheduled"}, gangLines...)...)
+}
+
+// why's next step follows the Scheduled condition's reason — the scheduler's cause as data —
+// whatever the message's words say: every message below names a rack, reserved nodes and
+// devices at once.
+func TestWhyReadsTheCauseNotTheMessage(t *testing.T) {
+	msg := "the PodGang needs 4 pods of 1 device within one rack (rack); 2 nodes are reserved for PodGang other; the best rack fits 2"
+	for reason, next := range map[string]string{
+		common.ReasonUnschedulable:        "next: add capacity",
+		common.ReasonNoDomainFits:         "next: free capacity inside one domain of the required level",
+		common.ReasonFilterRejected:       "next: the room is there but a filter refuses it",
+		common.ReasonReservedForOtherGang: "next: nodes are reserved for a gang that has waited longer",
+		common.ReasonDevicesUnavailable:   "next: free or add devices",
+		common.ReasonAttemptFailed:        "next: the gang got nodes but lost them",
+	} {
+		t.Run(reason, func(t *testing.T) {
+			f := newFixture(t)
+			f.gang("work-0", 1, metav1.Condition{Type: schedv1alpha1.PodGangConditionScheduled, Status: metav1.ConditionFalse,
+				Reason: reason, Message: msg})
+			f.pod("work-0-worker-a", "work-0", "")
+			assertLines(t, f.why("PodGang", "work-0"), "grove-scheduler: "+reason+" — "+msg, next)
+		})
+	}
 }
 
 // A gang being placed by preemption: why shows the nominated node and says victims go first.

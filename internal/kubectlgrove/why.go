@@ -290,19 +290,22 @@ func (x *explainer) podGang(ctx context.Context, name, indent string) error {
 	return nil
 }
 
-// nextForScheduler turns a Scheduled=False condition into the action most likely to help.
+// nextForScheduler turns a Scheduled=False condition into the action most likely to help. It
+// reads the condition's reason — grove-scheduler's cause as data — never the message's words.
 func nextForScheduler(c *metav1.Condition) string {
-	m := strings.ToLower(c.Message)
-	switch {
-	case c.Reason == common.ReasonWaitingForPods:
+	switch c.Reason {
+	case common.ReasonWaitingForPods:
 		return "the scheduler waits for the gang's quorum of pods to exist and be ungated"
-	case strings.Contains(m, "reserved for"):
+	case common.ReasonReservedForOtherGang:
 		return "nodes are reserved for a gang that has waited longer; this one is placed after it binds or its reservation lapses"
-	case strings.Contains(m, "device") || strings.Contains(m, "resourceclaim") || strings.Contains(m, "claim"):
+	case common.ReasonDevicesUnavailable:
 		return "free or add devices (ResourceSlices) in one allowed domain, or lower the gang's device requests"
-	case strings.Contains(m, "rack") || strings.Contains(m, "block") || strings.Contains(m, "zone") ||
-		strings.Contains(m, "domain") || strings.Contains(m, "topology"):
+	case common.ReasonNoDomainFits:
 		return "free capacity inside one domain of the required level, lower minAvailable so the quorum fits, or relax the PodCliqueSet's topologyConstraint to a wider level"
+	case common.ReasonFilterRejected:
+		return "the room is there but a filter refuses it (node affinity, taints, pod anti-affinity, host ports, volumes): check the pods' constraints against the nodes of the domain, e.g. kubectl describe pod"
+	case common.ReasonAttemptFailed:
+		return "the gang got nodes but lost them before all were bound (Permit timeout, a member rejected or failing to bind); it backs off and tries again — look at its pods' events"
 	default:
 		return "add capacity (or free it by scaling other workloads down), or lower the gang's minAvailable / requests"
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
+	"github.com/ai-dynamo/grove/plugins/internal/memberplan"
 	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 )
 
@@ -53,6 +54,10 @@ type Plugin struct {
 	status *statusWriter
 	// missing tells pods whose PodGang or PodGroup does not exist why they wait.
 	missing *missingGangReporter
+	// runner runs the profile's filters for member plans (plan.go); nil plans nothing.
+	runner planRunner
+	// plans holds each gang attempt's planned node per member.
+	plans memberplan.Store
 }
 
 var (
@@ -99,6 +104,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, profiles *
 			EventInterval:  eventInterval,
 		}, gangs.Cache),
 	}
+	p.runner = h
 	p.status = newStatusWriter(gangs, p.ledger, h.SharedInformerFactory().Core().V1().Nodes().Lister(), h.EventRecorder())
 	p.missing = newMissingGangReporter(ctx, h, p.missingGangReason)
 	gangs.SetHandler(p)
@@ -115,6 +121,8 @@ type cycleState struct {
 	epoch      uint64
 	// extra members schedule without waiting at the barrier.
 	extra bool
+	// planned is the node the gang's plan named for this member; Filter runs only there.
+	planned string
 }
 
 func (s *cycleState) Clone() fwk.StateData { return s }
@@ -264,7 +272,15 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 			}
 		}
 	}
-	state.Write(stateKey, &cycleState{key: key, group: group, epoch: v.Epoch, extra: v.Kind == ledger.Extra})
+	s := &cycleState{key: key, group: group, epoch: v.Epoch, extra: v.Kind == ledger.Extra}
+	state.Write(stateKey, s)
+	if v.Kind == ledger.Proceed && !v.FirstOfAttempt {
+		// The plan made at the first member of its PodGroup names its node: Filter runs on
+		// that one node, and the framework skips Score for a single feasible node.
+		if s.planned = p.plannedNode(key, v.Epoch, pod); s.planned != "" {
+			return plannedOnly(s.planned), nil
+		}
+	}
 	return nil, nil
 }
 
@@ -328,6 +344,9 @@ func (p *Plugin) PostFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod
 	}
 	if s.extra {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if s.planned != "" {
+		return nil, p.planMissed(pod, s.planned)
 	}
 	g, found := p.gangs.Get(s.key)
 	if !found {
@@ -394,8 +413,10 @@ func filterCause(plugin string) string {
 }
 
 // Reserve counts the member as holding its node. The first member of an attempt pulls the
-// gang's other pending members into the active queue so the gang is attempted together.
-func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+// gang's other pending members into the active queue so the gang is attempted together. The
+// first of a PodGroup's members to get a node in an attempt plans the nodes of the others
+// (plan.go).
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s := readState(state)
 	if s == nil {
 		return nil
@@ -407,6 +428,9 @@ func (p *Plugin) Reserve(_ context.Context, state fwk.CycleState, pod *v1.Pod, n
 	first, err := p.ledger.Reserve(s.key, s.epoch)
 	if err != nil {
 		return fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	if s.planned == "" {
+		p.planGroup(ctx, state, pod, s.key, s.group, s.epoch, nodeName)
 	}
 	if first {
 		activateLater(state, p.gangs.Pending(s.key))
@@ -445,6 +469,7 @@ func (p *Plugin) Permit(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ 
 	v := p.ledger.Permit(s.key, pod.UID, s.epoch, g.Quorum)
 	switch v.Kind {
 	case ledger.Allow:
+		p.plans.Forget(s.key)
 		p.release(s.key)
 		p.gangs.ClearScout(s.key)
 		for _, uid := range v.Release {
@@ -485,6 +510,7 @@ func (p *Plugin) permitTimeout(g gangcache.Gang) time.Duration {
 // brings it back when the back-off ends.
 func (p *Plugin) abandon(key string, f *ledger.Failure) {
 	schedmetrics.AttemptAbandoned(f.Cause)
+	p.plans.Forget(key)
 	for _, uid := range f.Reject {
 		if wp := p.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, f.Reason)
@@ -570,6 +596,7 @@ func (p *Plugin) GangEvent(key string, ev gangcache.Event) {
 			}
 		})
 		p.release(key)
+		p.plans.Forget(key)
 		p.status.enqueue(key)
 		p.retryElastic()
 	case gangcache.MembersChanged:

@@ -22,10 +22,10 @@ func observe(key string, d desiredStatus, cause string) {
 		schedmetrics.SetWaiting(key, "")
 		return
 	}
-	switch d.condition.Reason {
-	case common.ReasonWaitingForPods:
+	switch {
+	case d.condition.Reason == common.ReasonWaitingForPods:
 		schedmetrics.SetWaiting(key, schedmetrics.ReasonQuorumMissing)
-	case common.ReasonUnschedulable:
+	case common.IsUnschedulable(d.condition.Reason):
 		schedmetrics.SetWaiting(key, cmp.Or(cause, schedmetrics.ReasonNoRoom))
 	default:
 		schedmetrics.SetWaiting(key, schedmetrics.ReasonBinding)

@@ -159,14 +159,18 @@ func (p *Plugin) release(key string) {
 }
 
 // Filter keeps members of other gangs off the nodes reserved for a starving gang, unless they
-// outrank it.
+// outrank it, and a planned member on its planned node (the scheduler may offer it a node its
+// batching hinted at first).
 func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	r := p.gangs.Reservation()
-	if r == nil {
-		return nil
-	}
 	s := readState(state)
 	if s == nil {
+		return nil
+	}
+	if s.planned != "" && nodeInfo.Node().Name != s.planned {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the gang's plan puts the pod on node %s", s.planned))
+	}
+	r := p.gangs.Reservation()
+	if r == nil {
 		return nil
 	}
 	if r.Excludes(s.key, corev1helpers.PodPriority(pod), nodeInfo.Node().Name, time.Now()) {

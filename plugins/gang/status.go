@@ -155,7 +155,7 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 	case waitingForPods(g, w.now()):
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonWaitingForPods, g.Quorum.Missing()
 	case reason != "":
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, common.ReasonUnschedulable, reason
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, unschedulableReason(w.ledger.Cause(gangcache.KeyOf(pg))), reason
 	case existing != nil || bound > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, common.ReasonInsufficientScheduledPods
 		cond.Message = fmt.Sprintf("%d of %d required pods are bound", bound, required)
@@ -290,4 +290,23 @@ func (w *statusWriter) clearDisruption(ctx context.Context, pg *v1alpha1.PodGang
 		ObservedGeneration: pg.Generation, LastTransitionTime: metav1.Now()}
 	return w.gangs.ApplyStatus(ctx, schedulerac.PodGang(pg.Name, pg.Namespace).
 		WithStatus(schedulerac.PodGangStatus().WithConditions(gangcache.Condition(cond))), common.PreemptionFieldManager)
+}
+
+// unschedulableReason is the Scheduled condition's reason for a gang the ledger found
+// unplaceable with cause (a ledger.Wait* constant): the cause as data, for kubectl grove why
+// and anything else that must not read the message.
+func unschedulableReason(cause string) string {
+	switch cause {
+	case ledger.WaitNoDomain:
+		return common.ReasonNoDomainFits
+	case ledger.WaitFilterRejected:
+		return common.ReasonFilterRejected
+	case ledger.WaitReservedForOther:
+		return common.ReasonReservedForOtherGang
+	case ledger.WaitDRA:
+		return common.ReasonDevicesUnavailable
+	case ledger.WaitBinding:
+		return common.ReasonAttemptFailed
+	}
+	return common.ReasonUnschedulable
 }

@@ -116,8 +116,23 @@ const (
 	// gang terms.
 	EventReasonGangUnschedulable = "GangUnschedulable"
 	// ReasonUnschedulable is the reason of a False Scheduled condition of a gang that cannot be
-	// placed now.
+	// placed now because the nodes it may use lack room (and of any cause without a reason of
+	// its own). The reasons below tell the other causes apart, as data: readers switch on the
+	// reason, never on the message's words (IsUnschedulable matches them all).
 	ReasonUnschedulable = "Unschedulable"
+	// ReasonNoDomainFits: no domain of a required pack level (rack, block...) holds the quorum.
+	ReasonNoDomainFits = "NoDomainFits"
+	// ReasonFilterRejected: counted capacity holds the quorum, but a filter (affinity, taints,
+	// ports, volumes...) rejects the nodes of every candidate domain.
+	ReasonFilterRejected = "FilterRejected"
+	// ReasonReservedForOtherGang: the room the gang needs is reserved for a gang that has
+	// waited longer.
+	ReasonReservedForOtherGang = "ReservedForOtherGang"
+	// ReasonDevicesUnavailable: the devices its ResourceClaims ask for are not there.
+	ReasonDevicesUnavailable = "DevicesUnavailable"
+	// ReasonAttemptFailed: an attempt got nodes for the quorum but lost them (Permit timeout, a
+	// member rejected or failing to bind); the gang backs off and tries again.
+	ReasonAttemptFailed = "AttemptFailed"
 	// ReasonWaitingForPods: the PodGang's quorum of pods does not exist (or is still gated), so
 	// grove-scheduler has nothing to place yet.
 	ReasonWaitingForPods = "WaitingForPods"
@@ -358,3 +373,15 @@ func MirroredAnnotations(annotations map[string]string) (mirrored map[string]str
 }
 
 const lastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// IsUnschedulable reports whether reason is one a False Scheduled condition of a PodGang has
+// when grove-scheduler cannot place the gang now (ReasonUnschedulable or one of the reasons that
+// tell its cause apart).
+func IsUnschedulable(reason string) bool {
+	switch reason {
+	case ReasonUnschedulable, ReasonNoDomainFits, ReasonFilterRejected, ReasonReservedForOtherGang,
+		ReasonDevicesUnavailable, ReasonAttemptFailed:
+		return true
+	}
+	return false
+}

@@ -75,3 +75,14 @@ func Throughputs(items DataItems) ([]Throughput, error) {
 	}
 	return out, nil
 }
+
+// Stuck is the StuckGangs workload's report (e2e/bench stuck_test.go, stuck_*.json): the
+// scheduler's unschedulable attempts — the stuck gangs' members' — over Seconds, while plain
+// pods were created and bound and a while after.
+type Stuck struct {
+	Name             string  `json:"name"`
+	Gangs            int     `json:"gangs"`
+	Seconds          float64 `json:"seconds"`
+	Attempts         float64 `json:"attempts"`
+	PerGangPerMinute float64 `json:"perGangPerMinute"`
+}

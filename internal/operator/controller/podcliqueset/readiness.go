@@ -127,7 +127,7 @@ func gangScheduled(g *schedv1alpha1.PodGang, bound map[[2]string]int32) (bool, s
 			return true, "", ""
 		}
 		what, reason := "not scheduled", apicommon.ReasonPodGangNotScheduled
-		if c.Reason == apicommon.ReasonUnschedulable {
+		if apicommon.IsUnschedulable(c.Reason) {
 			what, reason = "unschedulable", apicommon.ReasonPodGangUnschedulable
 		} else if c.Reason == apicommon.ReasonWaitingForPods {
 			what = "waiting for its pods"

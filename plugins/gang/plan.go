@@ -1,0 +1,224 @@
+package gang
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
+	"github.com/ai-dynamo/grove/plugins/internal/memberplan"
+)
+
+// planRunner is the part of the framework a member plan uses: the cycle's snapshot, the
+// profile's Filter plugins and their PreFilter extensions, and pod signatures. The framework
+// handle is one; nil turns planning off.
+type planRunner interface {
+	SnapshotSharedLister() fwk.SharedLister
+	RunFilterPlugins(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status
+	RunPreFilterExtensionAddPod(ctx context.Context, state fwk.CycleState, podToSchedule *v1.Pod, podInfoToAdd fwk.PodInfo, nodeInfo fwk.NodeInfo) *fwk.Status
+	SignPod(ctx context.Context, pod *v1.Pod) fwk.PodSignature
+}
+
+// plannedNode returns the node planned for a quorum member of attempt epoch, or "" when it has
+// none or the node no longer has room for it (another pod took it since the plan was made):
+// the member then goes the ordinary way, over its gang's domain. A member the preemption
+// plugin nominated a node for keeps that node.
+func (p *Plugin) plannedNode(key string, epoch uint64, pod *v1.Pod) string {
+	if p.runner == nil || pod.Status.NominatedNodeName != "" {
+		return ""
+	}
+	node, ok := p.plans.Node(key, epoch, pod.UID)
+	if !ok {
+		return ""
+	}
+	ni, err := p.runner.SnapshotSharedLister().NodeInfos().Get(node)
+	if err != nil || capacity.NodeFree(ni).FitCount(capacity.PodShape(pod)) < 1 {
+		return ""
+	}
+	return node
+}
+
+// planGroup plans where the other members of pod's PodGroup in this attempt go: pod is the
+// first of them to get a node (nodeName) and its cycle state holds every PreFilter plugin's
+// view of it, which the members alike to it (same scheduling signature) share — the reasoning
+// of the scheduler's own batching. Each member is checked by the profile's Filter plugins on a
+// copy of its node that holds pod and the members planned before it.
+func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Pod, key, group string, epoch uint64, nodeName string) {
+	if p.runner == nil || p.plans.Planned(key, epoch, group) {
+		return
+	}
+	g, ok := p.gangs.Get(key)
+	if !ok {
+		return
+	}
+	remaining := int(g.Quorum.Remaining()[group])
+	if remaining <= 0 {
+		return
+	}
+	// The framework hands Reserve the assumed pod, its nodeName set: the members still pending
+	// are compared with it as it was before.
+	unassumed := *pod
+	unassumed.Spec.NodeName = ""
+	sig := p.runner.SignPod(ctx, &unassumed)
+	if sig == nil {
+		// Signatures are off for the profile: nothing tells which members are alike.
+		return
+	}
+	var members []*v1.Pod
+	for _, m := range p.gangs.Pending(key) {
+		if m.UID == pod.UID || m.Labels[common.LabelPodClique] != group || m.Status.NominatedNodeName != "" {
+			continue
+		}
+		if bytes.Equal(p.runner.SignPod(ctx, m), sig) {
+			members = append(members, m)
+		}
+	}
+	if len(members) == 0 {
+		return
+	}
+	// The queue takes one gang's members by name: plan them in that order.
+	sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+	if len(members) > remaining {
+		members = members[:remaining]
+	}
+	all, err := p.runner.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return
+	}
+	sim := &filterSim{ctx: ctx, runner: p.runner, state: state.Clone(), rep: pod, members: members}
+	sim.nodes = p.candidates(key, group, all)
+	cands := make([]memberplan.Node, len(sim.nodes))
+	for i, ni := range sim.nodes {
+		cands[i] = memberplan.Node{Name: ni.Node().Name, Free: capacity.NodeFree(ni)}
+	}
+	// Most room first: the spreading of the default resource scoring; the members land on the
+	// nodes this ranking puts first, as batched pods do on one ranking of the nodes.
+	sort.Stable(byRoom{cands, sim.nodes})
+	for i := range cands {
+		if cands[i].Name == nodeName {
+			// The snapshot predates pod's own assumption.
+			cands[i].Free.Take(capacity.PodShape(pod), 1)
+			sim.copyOf(i, pod)
+		}
+	}
+	uids := make([]types.UID, len(members))
+	for i, m := range members {
+		uids[i] = m.UID
+	}
+	planned := memberplan.Assign(uids, capacity.PodShape(pod), cands, sim)
+	p.plans.Add(key, epoch, group, planned)
+	klog.FromContext(ctx).V(4).Info("Planned a gang's members", "podGang", key, "podGroup", group, "members", len(members), "planned", len(planned))
+}
+
+// candidates are the nodes a member of the gang's PodGroup may be planned on: those of the
+// topology plugin's domain for it (the preferred domain when it holds the rest of the set,
+// as that plugin narrows to it), else every node.
+func (p *Plugin) candidates(key, group string, all []fwk.NodeInfo) []fwk.NodeInfo {
+	gp := p.gangs.Plan(key)
+	if gp.Plan == nil {
+		return all
+	}
+	allowed := gp.Plan.AllowedNodes(group)
+	if preferred := gp.Plan.PreferredNodes(group); preferred != nil && gp.PodGang != nil && !p.gangs.MissedPreference(key, gp.PodGang.UID) {
+		if allowed != nil {
+			preferred = allowed.Intersection(preferred)
+		}
+		if preferred.Len() > 0 {
+			allowed = preferred
+		}
+	}
+	if allowed == nil {
+		return all
+	}
+	out := make([]fwk.NodeInfo, 0, allowed.Len())
+	for _, ni := range all {
+		if allowed.Has(ni.Node().Name) {
+			out = append(out, ni)
+		}
+	}
+	return out
+}
+
+// byRoom orders candidate nodes (and their NodeInfos alike) with more free CPU, then memory,
+// first.
+type byRoom struct {
+	nodes []memberplan.Node
+	infos []fwk.NodeInfo
+}
+
+func (b byRoom) Len() int { return len(b.nodes) }
+func (b byRoom) Swap(i, j int) {
+	b.nodes[i], b.nodes[j] = b.nodes[j], b.nodes[i]
+	b.infos[i], b.infos[j] = b.infos[j], b.infos[i]
+}
+func (b byRoom) Less(i, j int) bool {
+	x, y := b.nodes[i].Free, b.nodes[j].Free
+	if x.MilliCPU != y.MilliCPU {
+		return x.MilliCPU > y.MilliCPU
+	}
+	return x.Memory > y.Memory
+}
+
+// filterSim is memberplan.Simulator over the scheduler's filters: nodes are copied from the
+// snapshot on first use and hold the members planned on them; the cycle state (a clone of the
+// first member's) is told of each with the PreFilter plugins' AddPod extensions, as preemption
+// does when it tries a node with pods removed.
+type filterSim struct {
+	ctx     context.Context
+	runner  planRunner
+	state   fwk.CycleState
+	rep     *v1.Pod
+	members []*v1.Pod
+	nodes   []fwk.NodeInfo
+	copies  map[int]fwk.NodeInfo
+}
+
+// copyOf returns node i as the plan has it, holding the pods already added.
+func (s *filterSim) copyOf(i int, add ...*v1.Pod) fwk.NodeInfo {
+	if s.copies == nil {
+		s.copies = map[int]fwk.NodeInfo{}
+	}
+	c, ok := s.copies[i]
+	if !ok {
+		c = s.nodes[i].Snapshot()
+		s.copies[i] = c
+	}
+	for _, pod := range add {
+		pi, err := framework.NewPodInfo(pod)
+		if err != nil {
+			continue
+		}
+		s.runner.RunPreFilterExtensionAddPod(s.ctx, s.state, s.rep, pi, c)
+		c.AddPodInfo(pi)
+	}
+	return c
+}
+
+func (s *filterSim) Fits(member, node int) bool {
+	return s.runner.RunFilterPlugins(s.ctx, s.state, s.members[member], s.copyOf(node)).IsSuccess()
+}
+
+func (s *filterSim) Place(member, node int) { s.copyOf(node, s.members[member]) }
+
+// planMissed handles a member whose planned node failed the filters: the plan was wrong about
+// it, not the gang about the cluster. It is tried again at once over its gang's domain, and
+// its attempt goes on.
+func (p *Plugin) planMissed(pod *v1.Pod, node string) *fwk.Status {
+	p.activate([]*v1.Pod{pod})
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+		"the node planned for pod %s, %s, no longer fits it; it is tried again on every node of its gang's domain", pod.Name, node))
+}
+
+// plannedOnly is the PreFilterResult that narrows a planned member to its node.
+func plannedOnly(node string) *fwk.PreFilterResult {
+	return &fwk.PreFilterResult{NodeNames: sets.New(node)}
+}

@@ -1,0 +1,177 @@
+package gang
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
+
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/plugins/internal/capacity"
+)
+
+// planFramework stands for the profile's filters as a member plan runs them: resource fit on
+// the node as given (the plan's copy holds the members planned there) and nodes a filter
+// refuses outright (a taint, say).
+type planFramework struct {
+	snapshot *cache.Snapshot
+	refuse   map[string]bool
+	filtered []string
+}
+
+func (f *planFramework) SnapshotSharedLister() fwk.SharedLister { return f.snapshot }
+
+func (f *planFramework) RunFilterPlugins(_ context.Context, _ fwk.CycleState, pod *v1.Pod, ni fwk.NodeInfo) *fwk.Status {
+	f.filtered = append(f.filtered, ni.Node().Name)
+	if f.refuse[ni.Node().Name] || capacity.NodeFree(ni).FitCount(capacity.PodShape(pod)) < 1 {
+		return fwk.NewStatus(fwk.Unschedulable, "refused")
+	}
+	return nil
+}
+
+func (f *planFramework) RunPreFilterExtensionAddPod(context.Context, fwk.CycleState, *v1.Pod, fwk.PodInfo, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+// SignPod signs what the scheduler's signature holds of these pods: their gang and PodGroup,
+// and their nodeName (set on the assumed pod the framework hands Reserve).
+func (f *planFramework) SignPod(_ context.Context, pod *v1.Pod) fwk.PodSignature {
+	return fwk.PodSignature(pod.Labels[common.LabelPodGang] + "/" + pod.Labels[common.LabelPodClique] + "/" + pod.Spec.NodeName)
+}
+
+// assumed is the pod as the framework hands it to Reserve: a copy bound to node.
+func assumed(pod *v1.Pod, node string) *v1.Pod {
+	out := pod.DeepCopy()
+	out.Spec.NodeName = node
+	return out
+}
+
+func planNode(name, cpu string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Allocatable: v1.ResourceList{
+		v1.ResourceCPU: resource.MustParse(cpu), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("110")}}}
+}
+
+// TestGangSchedulingFlowWithPlan: the first member of a gang attempt plans the nodes of the
+// rest of its quorum (the filters run once per member, on a copy of the node that holds the
+// members planned before it); each later member is narrowed to its planned node
+// (PreFilterResult of one node, so the framework filters one node and skips Score); a planned
+// node that lost its room since is not handed out, and one the filters refuse sends its member
+// back over the whole domain at once — neither fails the gang's attempt.
+func TestGangSchedulingFlowWithPlan(t *testing.T) {
+	p, a := testPlugin(t)
+	h := &flowHandle{activations: a, waiting: map[types.UID]*waitingPod{}}
+	p.handle = h
+	ctx := t.Context()
+	nodes := []*v1.Node{planNode("a", "4"), planNode("b", "2"), planNode("c", "1")}
+	f := &planFramework{snapshot: cache.NewSnapshot(nil, nodes)}
+	p.runner = f
+	infos := func() []fwk.NodeInfo {
+		all, err := f.snapshot.NodeInfos().List()
+		require.NoError(t, err)
+		return all
+	}
+	pods := record(p, flowGang(p, "p", 4, 4)...)
+	permit := func(s fwk.CycleState, pod *v1.Pod, node string) fwk.Code {
+		st, _ := p.Permit(ctx, s, pod, node)
+		if st.Code() == fwk.Wait {
+			h.waiting[pod.UID] = &waitingPod{pod: pod}
+		}
+		return st.Code()
+	}
+
+	// The first member gets node a; its Reserve plans the other three: most room first, one
+	// member per node a round — a (which holds the first member), b, c.
+	s0, _ := cycle()
+	res, st := p.PreFilter(ctx, s0, pods[0], infos())
+	require.True(t, st.IsSuccess(), "%v", st)
+	assert.Nil(t, res, "the first member is not narrowed")
+	require.Nil(t, p.Reserve(ctx, s0, assumed(pods[0], "a"), "a"))
+	assert.Equal(t, []string{"a", "b", "c"}, f.filtered, "one Filter call per planned member")
+	require.Equal(t, fwk.Wait, permit(s0, pods[0], "a"))
+
+	// The second member: its planned node only; Filter turns any other node (a batching hint)
+	// away.
+	s1, _ := cycle()
+	res, st = p.PreFilter(ctx, s1, pods[1], infos())
+	require.True(t, st.IsSuccess(), "%v", st)
+	require.NotNil(t, res)
+	assert.Equal(t, []string{"a"}, res.NodeNames.UnsortedList())
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, p.Filter(ctx, s1, pods[1], infos()[1]).Code())
+	for _, ni := range infos() {
+		if ni.Node().Name == "a" {
+			assert.Nil(t, p.Filter(ctx, s1, pods[1], ni))
+		}
+	}
+	f.filtered = nil
+	require.Nil(t, p.Reserve(ctx, s1, assumed(pods[1], "a"), "a"))
+	assert.Empty(t, f.filtered, "a planned member plans nothing")
+	require.Equal(t, fwk.Wait, permit(s1, pods[1], "a"))
+
+	// Another pod took node b's room since: the third member is not handed b, it goes over the
+	// domain (every node).
+	other := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "other"}, Spec: v1.PodSpec{NodeName: "b",
+		Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}}}}}}
+	f.snapshot = cache.NewSnapshot([]*v1.Pod{other}, nodes)
+	s2, _ := cycle()
+	res, st = p.PreFilter(ctx, s2, pods[2], infos())
+	require.True(t, st.IsSuccess(), "%v", st)
+	assert.Nil(t, res, "a planned node without room is not handed out")
+	require.Nil(t, p.Reserve(ctx, s2, assumed(pods[2], "a"), "a"))
+	require.Equal(t, fwk.Wait, permit(s2, pods[2], "a"))
+
+	// The fourth member's node c is refused by a filter now: its cycle fails on c, and
+	// PostFilter sends it straight back to the queue without failing the attempt.
+	f.refuse = map[string]bool{"c": true}
+	s3, _ := cycle()
+	res, st = p.PreFilter(ctx, s3, pods[3], infos())
+	require.True(t, st.IsSuccess(), "%v", st)
+	require.NotNil(t, res)
+	assert.Equal(t, []string{"c"}, res.NodeNames.UnsortedList())
+	a.pods = nil
+	_, st = p.PostFilter(ctx, s3, pods[3], nil)
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code(), "the other PostFilter plugins (preemption) are not asked")
+	assert.Equal(t, []string{"ns/p-3"}, a.pods, "tried again at once")
+	assert.Empty(t, p.ledger.Reason("ns/p"), "the attempt goes on")
+	for _, w := range h.waiting {
+		assert.Empty(t, w.rejected, "nobody waiting at the barrier is rejected")
+	}
+
+	// Its retry goes over the domain, gets a node, and the barrier opens; the plan is gone.
+	s4, _ := cycle()
+	res, st = p.PreFilter(ctx, s4, pods[3], infos())
+	require.True(t, st.IsSuccess(), "%v", st)
+	assert.Nil(t, res, "a member is handed its planned node once")
+	require.Nil(t, p.Reserve(ctx, s4, assumed(pods[3], "a"), "a"))
+	require.Equal(t, fwk.Success, permit(s4, pods[3], "a"))
+	for _, pod := range pods[:3] {
+		assert.True(t, h.waiting[pod.UID].allowed, "%s is released", pod.Name)
+	}
+	assert.Equal(t, 0, p.plans.Len())
+}
+
+// A member whose gang plans nothing (no signatures: the profile cannot tell which members are
+// alike) goes the ordinary way.
+func TestNoPlanWithoutSignatures(t *testing.T) {
+	p, _ := testPlugin(t)
+	f := &noSignatures{planFramework{snapshot: cache.NewSnapshot(nil, []*v1.Node{planNode("a", "4")})}}
+	p.runner = f
+	pods := record(p, flowGang(p, "q", 2, 2)...)
+	all, _ := f.snapshot.NodeInfos().List()
+	s0, _ := cycle()
+	_, st := p.PreFilter(t.Context(), s0, pods[0], all)
+	require.True(t, st.IsSuccess(), "%v", st)
+	require.Nil(t, p.Reserve(t.Context(), s0, pods[0], "a"))
+	assert.Empty(t, f.filtered)
+	assert.Equal(t, 0, p.plans.Len())
+}
+
+type noSignatures struct{ planFramework }
+
+func (*noSignatures) SignPod(context.Context, *v1.Pod) fwk.PodSignature { return nil }
