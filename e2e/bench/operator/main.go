@@ -296,7 +296,7 @@ type Result struct {
 	// kube-controller-manager's and the benchmark's own.
 	APIServerRequests int       `json:"apiserverRequests"`
 	Start             time.Time `json:"start"`
-	End              time.Time      `json:"end"`
+	End               time.Time `json:"end"`
 	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
 	Timeline []string `json:"timeline,omitempty"`
 }

@@ -24,11 +24,11 @@ const (
 	// MUngated ("released") is when every pod may be scheduled: its gate lifted, or, for a pod
 	// grove-operator created without a gate (grove-scheduler holds such a pod until its PodGang
 	// lists it), listed in its PodGang.
-	MUngated = "released"
-	MBound       = "bound"
-	MReady       = "ready"
-	MAvailable   = "PCS available"
-	MGone        = "surplus pods gone"
+	MUngated   = "released"
+	MBound     = "bound"
+	MReady     = "ready"
+	MAvailable = "PCS available"
+	MGone      = "surplus pods gone"
 )
 
 // grow lists the milestones of a workload that makes pods; shrink those of one that removes them.

@@ -162,10 +162,10 @@ type entry struct {
 	namespace, name string
 	podGang         *v1alpha1.PodGang
 	// listed holds "<group>/<pod>" for every pod reference of the PodGang.
-	listed map[string]struct{}
-	members         map[types.UID]*member
-	groups          map[string]*groupCounts
-	quorumPresent   bool
+	listed        map[string]struct{}
+	members       map[types.UID]*member
+	groups        map[string]*groupCounts
+	quorumPresent bool
 	// quorumHeld: every PodGroup has minReplicas members assumed or bound. Kept with the counts
 	// so that WaitingQuorums, which every attempt of every gang asks, passes over the gangs
 	// already placed without reading their groups (1.5 s of CPU with 1875 gangs of 8 on 5000
