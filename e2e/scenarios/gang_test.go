@@ -122,7 +122,7 @@ func TestBaseGangFirstThenScaledGangs(t *testing.T) {
 }
 
 // With room for everything from the start, a replica's scaled PodGangs are still placed after
-// its base PodGang: the operator ungates their pods once the base gang is scheduled, so in the
+// its base PodGang: grove-scheduler holds their pods until the base gang is scheduled, so in the
 // API's order of bindings every base pod comes before any scaled pod.
 func TestScaledGangsBindAfterTheBaseGang(t *testing.T) {
 	env, w, ns := nodesEnv(t, framework.Options{}, 7, oneCPUNode)

@@ -196,8 +196,9 @@ func (p *Plugin) queueKey(e fwk.QueuedEntityInfo) queueKey {
 
 func (p *Plugin) setQueueTime(key string, t time.Time) { p.gangs.SetQueueTime(key, t, false) }
 
-// PreEnqueue keeps a member out of the active queue until its PodGang exists and every PodGroup
-// has minReplicas members present and ungated, and while the gang backs off.
+// PreEnqueue keeps a member out of the active queue until its PodGang exists (and lists it, for
+// grove-operator's pods; a scaled PodGang's also wait for their base PodGang to be placed) and
+// every PodGroup has minReplicas members present and ungated, and while the gang backs off.
 func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 	key, group, ok := gangcache.GangKey(pod)
 	if !ok {
@@ -214,6 +215,15 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		p.missing.observe(pod)
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"PodGang %s has no PodGroup %q (the pod's %s label)", key, group, common.LabelPodClique))
+	}
+	// grove-operator creates grove-scheduler's pods without a scheduling gate: until the PodGang
+	// lists a pod, and, for a scaled PodGang, until its base PodGang is placed, the plugin holds
+	// the pod here instead (GangEvent activates it when either happens).
+	if p.gangs.Unlisted(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGang %s to list the pod", key))
+	}
+	if base := p.gangs.BaseUnplaced(pod); base != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for base PodGang %s to be scheduled", base))
 	}
 	if missing := g.Quorum.Missing(); missing != "" {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, missing)
@@ -573,8 +583,9 @@ func activateLater(state fwk.CycleState, pods []*v1.Pod) {
 }
 
 // GangEvent reacts to PodGang and member changes that no scheduler event reports: a quorum
-// that became present, a member ungated after it, and a new or changed PodGang activate the
-// gang's pending members; a deleted PodGang rejects its waiting members.
+// that became present, a member ungated or listed after it, and a new or changed PodGang
+// activate the gang's pending members; a placed base PodGang activates its scaled PodGangs'
+// members; a deleted PodGang rejects its waiting members.
 func (p *Plugin) GangEvent(key string, ev gangcache.Event) {
 	switch ev {
 	case gangcache.GangChanged:
@@ -608,6 +619,8 @@ func (p *Plugin) GangEvent(key string, ev gangcache.Event) {
 		}
 	case gangcache.FirstMember:
 		p.status.enqueue(key)
+	case gangcache.BasePlaced:
+		p.activate(p.gangs.ScaledPending(key))
 	}
 }
 

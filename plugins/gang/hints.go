@@ -14,7 +14,12 @@ import (
 
 // EventsToRegister lists the cluster events that may make a gang the plugin turned away fit.
 // Membership and PodGang changes are not scheduler events here: the plugin watches them itself
-// and activates the gang's pods (GangEvent).
+// and activates the gang's pods (GangEvent) — a PodGang created or updated to list a pod, a
+// quorum present, a base PodGang placed. Activation runs after the gang cache has the change,
+// and PreEnqueue runs under the queue's lock, so a pod PreEnqueue turned away on the old state
+// is in the queue's unschedulable set by the time Activate looks for it; a hint on a PodGang
+// event of the scheduler's own informer could run before the cache has the change and leave
+// the pod waiting.
 func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A deleted pod frees room a gang lacked.

@@ -291,8 +291,12 @@ type Result struct {
 	OperatorRequests int            `json:"operatorRequests"`
 	OperatorWrites   int            `json:"operatorWrites"`
 	ByResourceVerb   map[string]int `json:"byResourceVerb,omitempty"`
-	Start            time.Time      `json:"start"`
-	End              time.Time      `json:"end"`
+	// APIServerRequests counts every client's requests to kube-apiserver during the workload
+	// (its apiserver_request_total, watches included): the operator's, the schedulers', kwok's,
+	// kube-controller-manager's and the benchmark's own.
+	APIServerRequests int       `json:"apiserverRequests"`
+	Start             time.Time `json:"start"`
+	End               time.Time `json:"end"`
 	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
 	Timeline []string `json:"timeline,omitempty"`
 }
@@ -300,6 +304,7 @@ type Result struct {
 func (b *bench) measure(ctx context.Context, name, kind string, pods int, milestones []string, e expectation, timeout time.Duration, change func(context.Context) error) error {
 	pid := b.env.Operator.PID()
 	cpu0, _ := cpuSeconds(pid)
+	req0, _ := b.apiserverRequests(ctx)
 	r := &Result{Name: name, Kind: kind, Pods: pods, Order: milestones, Milestones: map[string]float64{}, Start: time.Now()}
 	b.results = append(b.results, r)
 	fmt.Printf(">> %s (%d pods)\n", name, pods)
@@ -312,6 +317,9 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 	r.End = time.Now()
 	cpu1, _ := cpuSeconds(pid)
 	r.OperatorCPUSeconds = cpu1 - cpu0
+	if req1, err := b.apiserverRequests(ctx); err == nil {
+		r.APIServerRequests = req1 - req0
+	}
 	for m, d := range got {
 		r.Milestones[m] = d.Seconds()
 	}
@@ -719,4 +727,24 @@ func parallel(ctx context.Context, n, workers int, fn func(context.Context, int)
 	close(next)
 	wg.Wait()
 	return first
+}
+
+// apiserverRequests is the sum of kube-apiserver's apiserver_request_total (every request it
+// has served, by any client).
+func (b *bench) apiserverRequests(ctx context.Context) (int, error) {
+	data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for line := range strings.Lines(string(data)) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			total += v
+		}
+	}
+	return int(total), nil
 }

@@ -147,7 +147,7 @@ func (rep *Report) ratios(r *Result) []string {
 	}
 }
 
-var ratioHeads = []string{"created ÷ raw created", "gates lifted ÷ raw created", "bound ÷ raw bound", "ready ÷ raw ready",
+var ratioHeads = []string{"created ÷ raw created", "released ÷ raw created", "bound ÷ raw bound", "ready ÷ raw ready",
 	"bound ÷ Deployment bound", "ready ÷ Deployment ready", "PCS available ÷ Deployment ready"}
 
 func (rep *Report) table(w io.Writer) {
@@ -172,6 +172,13 @@ func (rep *Report) table(w io.Writer) {
 		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
 			fmt.Fprintf(tw, "%s\t%s\n", r.Name, strings.Join(rep.ratios(r), "\t"))
 		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "workload\top. writes/pod\top. requests/pod\top. CPU ms/pod\tapiserver requests/pod\n")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%s\n", r.Name, strings.Join(perPod(r), "\t"))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -208,12 +215,17 @@ func (rep *Report) markdown(w io.Writer) error {
 		}
 		p("| %s |\n", strings.Join(row, " | "))
 	}
-	p("\n## Ratios to the baselines (lower is better; targets: created and gates lifted ≤ 1.2× raw created, bound ≤ 1.2× Deployment bound)\n\n")
+	p("\n## Ratios to the baselines (lower is better; targets: created and released ≤ 1.2× raw created, bound ≤ 1.0× Deployment bound; released: gates lifted, or, for pods created without a gate, listed in their PodGang)\n\n")
 	p("| workload | %s |\n|---|%s\n", strings.Join(ratioHeads, " | "), strings.Repeat("---:|", len(ratioHeads)))
 	for _, r := range rep.Results {
 		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
 			p("| %s | %s |\n", r.Name, strings.Join(rep.ratios(r), " | "))
 		}
+	}
+	p("\n## Per pod (targets: ≤ 3 operator writes per pod)\n\n")
+	p("| workload | operator writes / pod | operator requests / pod | operator CPU ms / pod | apiserver requests / pod (all clients) |\n|---|---:|---:|---:|---:|\n")
+	for _, r := range rep.Results {
+		p("| %s |\n", strings.Join(append([]string{r.Name}, perPod(r)...), " | "))
 	}
 	p("\n## Steady state: the operator's writes after a no-op change (an annotation on the PCS)\n\n")
 	p("Writes besides the leader-election lease renewals (shipped lease timings; the renewals are counted apart).\n\n")
@@ -264,4 +276,16 @@ func joinCounts(m map[string]int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// perPod is a workload's operator writes, requests and CPU and every client's apiserver
+// requests, each divided by its pods ("–" for the operator's figures of a baseline).
+func perPod(r *Result) []string {
+	n := float64(max(r.Pods, 1))
+	api := fmt.Sprintf("%.2f", float64(r.APIServerRequests)/n)
+	if r.Kind != "grove" {
+		return []string{"–", "–", "–", api}
+	}
+	return []string{fmt.Sprintf("%.2f", float64(r.OperatorWrites)/n), fmt.Sprintf("%.2f", float64(r.OperatorRequests)/n),
+		fmt.Sprintf("%.1f", 1000*r.OperatorCPUSeconds/n), api}
 }

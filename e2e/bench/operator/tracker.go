@@ -21,11 +21,14 @@ import (
 const (
 	MCreated     = "created"
 	MInitialized = "gangs initialized"
-	MUngated     = "gates lifted"
-	MBound       = "bound"
-	MReady       = "ready"
-	MAvailable   = "PCS available"
-	MGone        = "surplus pods gone"
+	// MUngated ("released") is when every pod may be scheduled: its gate lifted, or, for a pod
+	// grove-operator created without a gate (grove-scheduler holds such a pod until its PodGang
+	// lists it), listed in its PodGang.
+	MUngated   = "released"
+	MBound     = "bound"
+	MReady     = "ready"
+	MAvailable = "PCS available"
+	MGone      = "surplus pods gone"
 )
 
 // grow lists the milestones of a workload that makes pods; shrink those of one that removes them.
@@ -57,6 +60,9 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 	}
 	reached := map[string]bool{}
 	var fresh, ungated, bound, ready int
+	// waiting are the fresh pods without a gate that grove-scheduler holds until their PodGang
+	// lists them: released once listed (counted with the gangs below).
+	waiting := map[string]bool{}
 	freshNames := map[string]bool{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -65,9 +71,13 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 		}
 		fresh++
 		freshNames[p.Name] = true
-		if !slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
+		switch {
+		case slices.ContainsFunc(p.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
 			return g.Name == apicommon.SchedulingGatePodGangPendingCreation
-		}) {
+		}):
+		case e.grove && p.Spec.NodeName == "" && p.Labels[apicommon.LabelPodGang] != "":
+			waiting[p.Name] = true
+		default:
 			ungated++
 		}
 		if p.Spec.NodeName != "" {
@@ -83,13 +93,12 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 		reached[MGone] = len(pods.Items) <= e.want
 	} else {
 		reached[MCreated] = fresh >= e.want
-		reached[MUngated] = fresh >= e.want && ungated >= e.want
 		reached[MBound] = fresh >= e.want && bound >= e.want
 		reached[MReady] = fresh >= e.want && ready >= e.want
 	}
-	progress := fmt.Sprintf("pods=%d fresh=%d ungated=%d bound=%d ready=%d", len(pods.Items), fresh, ungated, bound, ready)
 	if !e.grove {
-		return reached, progress, nil
+		reached[MUngated] = !e.shrink && fresh >= e.want && ungated >= e.want
+		return reached, fmt.Sprintf("pods=%d fresh=%d ungated=%d bound=%d ready=%d", len(pods.Items), fresh, ungated, bound, ready), nil
 	}
 	gangs := &schedv1alpha1.PodGangList{}
 	if err := c.List(ctx, gangs, client.InNamespace(e.ns), client.UnsafeDisableDeepCopy); err != nil {
@@ -106,9 +115,14 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 				if freshNames[ref.Name] {
 					listed++
 				}
+				if waiting[ref.Name] {
+					ungated++
+				}
 			}
 		}
 	}
+	reached[MUngated] = !e.shrink && fresh >= e.want && ungated >= e.want
+	progress := fmt.Sprintf("pods=%d fresh=%d released=%d bound=%d ready=%d", len(pods.Items), fresh, ungated, bound, ready)
 	reached[MInitialized] = !e.shrink && reached[MCreated] && initialized == len(gangs.Items) && listed >= e.want
 	sets := &corev1alpha1.PodCliqueSetList{}
 	if err := c.List(ctx, sets, client.InNamespace(e.ns), client.UnsafeDisableDeepCopy); err != nil {

@@ -68,6 +68,22 @@ type PodGangMetadataProvider interface {
 	PodGangMetadata(pcs *corev1alpha1.PodCliqueSet) (labels, annotations map[string]string)
 }
 
+// UngatedMembers is a backend whose scheduler holds a PodGang's pods back by itself until the
+// PodGang exists and lists them (grove-scheduler's gang plugin, at PreEnqueue). Its pods are
+// created without Grove's scheduling gate, which saves the gate-removal PATCH of every pod;
+// every other backend's pods carry the gate until their PodGang lists them.
+type UngatedMembers interface {
+	// HoldsUnlistedMembers marks the backend; it does nothing.
+	HoldsUnlistedMembers()
+}
+
+// Gates reports whether pods of backend b are created with Grove's scheduling gate (b may be
+// nil: gated).
+func Gates(b Backend) bool {
+	_, ungated := b.(UngatedMembers)
+	return !ungated
+}
+
 // GangCapabilityReporter is a backend whose gang semantics depend on what the cluster
 // serves (e.g. default-scheduler without the Workload API). The PodCliqueSet controller reports
 // the answer as the GangSchedulingUnavailable condition of the PodCliqueSets on that backend;

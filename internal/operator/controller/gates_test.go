@@ -29,10 +29,16 @@ import (
 
 // TestSchedulingGatesOpenInGangOrder: pods of the base PodGang are ungated as soon as their
 // gang lists them; pods of a scaled PodGang stay gated until every group of the base gang has
-// minReplicas pods scheduled (pods are "scheduled" here by binding them to a Node).
+// minReplicas pods scheduled (pods are "scheduled" here by binding them to a Node). The pods
+// are default-scheduler's, a backend whose pods are gated (grove-scheduler's are not:
+// TestGroveSchedulerPodsAreCreatedWithoutTheGate).
 func TestSchedulingGatesOpenInGangOrder(t *testing.T) {
 	e := newEnv(t)
-	e.create(disaggregated(e.ns, "order", 1))
+	pcs := disaggregated(e.ns, "order", 1)
+	for _, c := range pcs.Spec.Template.Cliques {
+		c.Spec.PodSpec.SchedulerName = string(configv1alpha1.SchedulerNameKube)
+	}
+	e.create(pcs)
 	base := []string{"order-0-router", "order-0-workers-0-prefill", "order-0-workers-0-decode"}
 	scaled := []string{"order-0-workers-1-prefill", "order-0-workers-1-decode"}
 
@@ -415,6 +421,7 @@ func TestAPodGangDeletedBySomeoneElseIsCreatedAgain(t *testing.T) {
 func TestOnlyGrovesGateIsLifted(t *testing.T) {
 	e := newEnv(t)
 	tmpl := cliqueTemplate("w", 2)
+	tmpl.Spec.PodSpec.SchedulerName = string(configv1alpha1.SchedulerNameKube) // a gated backend
 	tmpl.Spec.PodSpec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
 	e.create(&corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "usergate"},
 		Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1, Template: corev1alpha1.PodCliqueSetTemplateSpec{
@@ -429,4 +436,48 @@ func TestOnlyGrovesGateIsLifted(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGroveSchedulerPodsAreCreatedWithoutTheGate: grove-scheduler holds a pod until its PodGang
+// lists it (and a scaled gang's until the base gang is placed), so its pods are created without
+// Grove's gate and never written again (generation 1: no gate-removal PATCH), while the same
+// PodCliqueSet on default-scheduler gets gated pods. Both gangs list their pods.
+func TestGroveSchedulerPodsAreCreatedWithoutTheGate(t *testing.T) {
+	e := newEnv(t)
+	e.create(disaggregated(e.ns, "free", 1))
+	onKube := disaggregated(e.ns, "held", 1)
+	for _, c := range onKube.Spec.Template.Cliques {
+		c.Spec.PodSpec.SchedulerName = string(configv1alpha1.SchedulerNameKube)
+	}
+	e.create(onKube)
+	e.eventually(func(c *assert.CollectT) {
+		for _, pcs := range []string{"free", "held"} {
+			for _, gang := range []string{pcs + "-0", pcs + "-0-workers-0"} {
+				pg := e.podGang(c, gang)
+				for _, g := range pg.Spec.PodGroups {
+					assert.Equal(c, podNames(e.pods(g.Name)), refNames(g), "PodGang %s lists the pods of %s", gang, g.Name)
+				}
+			}
+		}
+	})
+	// Nothing is bound here: default-scheduler's scaled gang keeps its gate (TestSchedulingGatesOpenInGangOrder).
+	for _, p := range e.pods("") {
+		switch p.Labels[apicommon.LabelPartOfKey] {
+		case "free":
+			assert.Equal(t, "grove-scheduler", p.Spec.SchedulerName)
+			assert.Empty(t, p.Spec.SchedulingGates, "pod %s", p.Name)
+			assert.EqualValues(t, 1, p.Generation, "pod %s was never written after its create", p.Name)
+		case "held":
+			if p.Labels[apicommon.LabelBasePodGang] != "" {
+				assert.True(t, gated(&p), "pod %s waits for its base gang under its gate", p.Name)
+			}
+		default:
+			t.Errorf("pod %s of no PodCliqueSet of the test", p.Name)
+		}
+	}
+	for _, pclq := range []string{"free-0-router", "free-0-workers-1-prefill"} {
+		pc := &corev1alpha1.PodClique{}
+		require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: pclq}, pc))
+		assert.Zero(t, pc.Status.ScheduleGatedReplicas, pclq)
+	}
 }

@@ -117,7 +117,8 @@ func TestObjectGraphAndNames(t *testing.T) {
 				assert.Equal(t, v, env[k].Value, k)
 			}
 			assert.Equal(t, "metadata.labels['grove.io/podclique-pod-index']", env[apicommon.EnvPodIndex].ValueFrom.FieldRef.FieldPath)
-			assert.True(t, gated(&p), "a scaled gang waits for its base gang, which is not scheduled")
+			// grove-scheduler (the default profile) holds it until the base gang is placed: no gate.
+			assert.False(t, gated(&p), "grove-scheduler's pods are created without the gate")
 		}
 	})
 
@@ -129,7 +130,7 @@ func TestObjectGraphAndNames(t *testing.T) {
 				assert.Equal(c, "disagg-0-router-0", p.Spec.Hostname)
 				assert.Equal(c, "disagg-0", p.Labels[apicommon.LabelPodGang])
 				assert.NotContains(c, p.Labels, apicommon.LabelBasePodGang)
-				assert.False(c, gated(&p), "the base gang lists it, so it is ungated")
+				assert.False(c, gated(&p), "grove-scheduler's pods are created without the gate")
 			}
 		})
 	})

@@ -17,7 +17,10 @@ import (
 // Backend is the grove-scheduler backend.
 type Backend struct{}
 
-var _ backend.Backend = Backend{}
+var (
+	_ backend.Backend        = Backend{}
+	_ backend.UngatedMembers = Backend{}
+)
 
 // New is the backend.Factory of grove-scheduler.
 func New() backend.Backend { return Backend{} }
@@ -35,6 +38,11 @@ func (Backend) SyncPodGang(context.Context, *schedv1alpha1.PodGang) error { retu
 func (Backend) PreparePod(pod *corev1.Pod, _ backend.PodGangRef) {
 	pod.Spec.SchedulerName = string(configv1alpha1.SchedulerNameGrove)
 }
+
+// HoldsUnlistedMembers: grove-scheduler's gang plugin keeps a pod grove-operator made out of
+// the scheduling queue until its PodGang lists it (and a scaled PodGang's pods until the base
+// PodGang is placed), so the pods need no scheduling gate.
+func (Backend) HoldsUnlistedMembers() {}
 
 // ValidatePodCliqueSet accepts everything: grove-scheduler honours gangs and topology.
 func (Backend) ValidatePodCliqueSet(context.Context, *corev1alpha1.PodCliqueSet) ([]string, field.ErrorList) {

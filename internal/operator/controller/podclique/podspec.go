@@ -67,8 +67,9 @@ func placementOf(pclq *corev1alpha1.PodClique, pcs *corev1alpha1.PodCliqueSet) (
 }
 
 // buildPod is the pod with index podIndex of a PodClique: its template plus Grove's identity
-// (labels, hostname, subdomain, GROVE_* variables), the PodGang scheduling gate and whatever
-// the scheduler backend adds.
+// (labels, hostname, subdomain, GROVE_* variables), the PodGang scheduling gate (unless the
+// backend's scheduler holds unlisted pods itself, backend.UngatedMembers) and whatever the
+// scheduler backend adds.
 func buildPod(pclq *corev1alpha1.PodClique, place podPlacement, podIndex int, b backend.Backend) *corev1.Pod {
 	labels := maps.Clone(pclq.Labels)
 	maps.Copy(labels, common.PodCliqueSelector(place.pcsName, pclq.Name))
@@ -86,7 +87,7 @@ func buildPod(pclq *corev1alpha1.PodClique, place podPlacement, podIndex int, b 
 	}
 	pod.Spec.Hostname = apicommon.PodHostname(pclq.Name, podIndex)
 	pod.Spec.Subdomain = apicommon.HeadlessServiceName(place.pcsName, place.pcsReplica)
-	if !common.HasPodGangGate(pod) {
+	if backend.Gates(b) && !common.HasPodGangGate(pod) {
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: apicommon.SchedulingGatePodGangPendingCreation})
 	}
 	env := groveEnv(pclq, place)

@@ -127,6 +127,8 @@ func (c *scalingGroups) Sync(ctx context.Context, st *state) error {
 			}
 			if pcsg.ResourceVersion == "" {
 				pcsg.Spec.Replicas = corev1alpha1.ScalingGroupReplicas(g)
+				// Created with its controller's finalizer, which then need not patch it in.
+				controllerutil.AddFinalizer(pcsg, apicommon.FinalizerPodCliqueScalingGroup)
 			}
 			minAvailable := corev1alpha1.ScalingGroupMinAvailable(g)
 			pcsg.Spec.MinAvailable = &minAvailable
