@@ -138,7 +138,7 @@ func statusFieldsByManager(t *testing.T, pg *schedv1alpha1.PodGang) map[string]s
 			continue
 		}
 		set := &fieldpath.Set{}
-		require.NoError(t, set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)))
+		require.NoError(t, set.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())))
 		status := set.WithPrefix(fieldpath.MakePathOrDie("status")[0])
 		fields := sets.New[string]()
 		status.Leaves().Iterate(func(p fieldpath.Path) {
