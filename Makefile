@@ -15,8 +15,8 @@ VERSION     ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || e
 # The registry images are tagged for (make images) and that the binaries name as their own image
 # (the startup-waiter default): the one place to change it besides the chart's imageRegistry.
 IMAGE_REGISTRY ?= localhost/grove
-GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/internal/version.gitVersion=$(VERSION) \
-                 -X github.com/ai-dynamo/grove/internal/version.imageRegistry=$(IMAGE_REGISTRY)
+GROVE_LDFLAGS := $(K8S_LDFLAGS) -X github.com/ai-dynamo/grove/pkg/version.gitVersion=$(VERSION) \
+                 -X github.com/ai-dynamo/grove/pkg/version.imageRegistry=$(IMAGE_REGISTRY)
 TEST_TIMEOUT ?= 25m
 comma       := ,
 # Control-plane binaries are rebuilt only when the pinned kubernetes/etcd versions change: the
@@ -69,6 +69,43 @@ generate: ## Regenerate deepcopy code, CRDs and webhook configurations (controll
 	@rm -f charts/grove/files/crds/*.yaml && cp config/crd/*_*.yaml charts/grove/files/crds/
 	$(GO) tool controller-gen webhook paths=./internal/operator/webhook/... output:webhook:artifacts:config=config/webhook
 	@gofmt -w pkg/api
+	@$(MAKE) -s clients
+
+# Typed clients of the CRD groups (k8s.io/code-generator v0.37.1 via go tool): apply
+# configurations, a versioned clientset, listers and informers under pkg/client. Regenerated from
+# scratch so that a removed type leaves no file behind; pkg/client/doc.go is hand-written.
+API_PKG        := github.com/ai-dynamo/grove/pkg/api
+CLIENT_PKG     := github.com/ai-dynamo/grove/pkg/client
+CLIENT_GROUPS  := core/v1alpha1 scheduler/v1alpha1
+CLIENT_INPUTS  := $(addprefix $(API_PKG)/,$(CLIENT_GROUPS))
+# Apply configurations of the Kubernetes types the Grove API embeds come from client-go.
+CLIENT_EXTERNAL_APPLY := k8s.io/api/core/v1.PodSpec:k8s.io/client-go/applyconfigurations/core/v1,$\
+	k8s.io/api/autoscaling/v2.MetricSpec:k8s.io/client-go/applyconfigurations/autoscaling/v2,$\
+	k8s.io/api/resource/v1.ResourceClaimTemplateSpec:k8s.io/client-go/applyconfigurations/resource/v1
+
+.PHONY: clients
+clients: ## Regenerate pkg/client: clientset, listers, informers and apply configurations (code-generator v0.37.1 via go tool).
+	@rm -rf pkg/client/applyconfiguration pkg/client/clientset pkg/client/listers pkg/client/informers hack/clientgen/openapi
+	@# The apply configurations embed each kind's structured-merge schema (the fake clientset's
+	@# apply and the Extract functions need it): OpenAPI definitions of the Grove types
+	@# (openapi-gen) and of the Kubernetes types they embed, written out by hack/clientgen/schema.
+	$(GO) tool openapi-gen --go-header-file hack/boilerplate.go.txt --report-filename /dev/null \
+		--output-dir hack/clientgen/openapi --output-pkg github.com/ai-dynamo/grove/hack/clientgen/openapi \
+		--output-file zz_generated.openapi.go $(CLIENT_INPUTS)
+	@schema=$$(mktemp) && trap 'rm -f "$$schema"' EXIT && $(GO) run ./hack/clientgen/schema >"$$schema" && \
+	echo "go tool applyconfiguration-gen ..." && \
+	$(GO) tool applyconfiguration-gen --go-header-file hack/boilerplate.go.txt --openapi-schema "$$schema" \
+		--external-applyconfigurations '$(CLIENT_EXTERNAL_APPLY)' \
+		--output-dir pkg/client/applyconfiguration --output-pkg $(CLIENT_PKG)/applyconfiguration $(CLIENT_INPUTS)
+	$(GO) tool client-gen --go-header-file hack/boilerplate.go.txt --clientset-name versioned \
+		--input-base $(API_PKG) $(addprefix --input ,$(CLIENT_GROUPS)) \
+		--apply-configuration-package $(CLIENT_PKG)/applyconfiguration \
+		--output-dir pkg/client/clientset --output-pkg $(CLIENT_PKG)/clientset
+	$(GO) tool lister-gen --go-header-file hack/boilerplate.go.txt \
+		--output-dir pkg/client/listers --output-pkg $(CLIENT_PKG)/listers $(CLIENT_INPUTS)
+	$(GO) tool informer-gen --go-header-file hack/boilerplate.go.txt \
+		--versioned-clientset-package $(CLIENT_PKG)/clientset/versioned --listers-package $(CLIENT_PKG)/listers \
+		--output-dir pkg/client/informers --output-pkg $(CLIENT_PKG)/informers $(CLIENT_INPUTS)
 
 .PHONY: verify
 verify: crd-ref-docs ## Fail when generated files or the API reference are stale, go.mod is untidy, code is unformatted or a doc link is broken.

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(pkg/api config/crd config/webhook charts/grove/files/crds)
+generated=(pkg/api pkg/client hack/clientgen/openapi config/crd config/webhook charts/grove/files/crds)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

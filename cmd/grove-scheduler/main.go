@@ -15,7 +15,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
-	"github.com/ai-dynamo/grove/internal/version"
+	"github.com/ai-dynamo/grove/pkg/version"
 	"github.com/ai-dynamo/grove/plugins"
 )
 

@@ -9,14 +9,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/internal/kubectlgrove"
-	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
-	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
 func main() {
@@ -34,22 +29,16 @@ func newCommand() *cobra.Command {
 		SilenceErrors: false,
 	}
 	flags.AddFlags(root.PersistentFlags())
-	connect := func() (client.Client, string, error) {
+	connect := func() (kubectlgrove.Clients, string, error) {
 		cfg, err := flags.ToRESTConfig()
 		if err != nil {
-			return nil, "", err
+			return kubectlgrove.Clients{}, "", err
 		}
 		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
-			return nil, "", err
+			return kubectlgrove.Clients{}, "", err
 		}
-		scheme := runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, corev1alpha1.AddToScheme, schedv1alpha1.AddToScheme} {
-			if err := add(scheme); err != nil {
-				return nil, "", err
-			}
-		}
-		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		c, err := kubectlgrove.NewClients(cfg)
 		return c, ns, err
 	}
 	root.AddCommand(&cobra.Command{

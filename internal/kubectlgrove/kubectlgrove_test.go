@@ -32,8 +32,11 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	t   *testing.T
 	ctx context.Context
-	c   client.Client
-	ns  string
+	// c writes the fixture's objects (status included) generically; clients is what the
+	// plugin reads through.
+	c       client.Client
+	clients Clients
+	ns      string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -47,7 +50,9 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, schedv1alpha1.AddToScheme(s))
 	c, err := client.New(cluster.Shared.Config, client.Options{Scheme: s})
 	require.NoError(t, err)
-	f := &fixture{t: t, ctx: context.Background(), c: c, ns: cluster.Shared.TestNamespace(t)}
+	clients, err := NewClients(cluster.Shared.Config)
+	require.NoError(t, err)
+	f := &fixture{t: t, ctx: context.Background(), c: c, clients: clients, ns: cluster.Shared.TestNamespace(t)}
 	// No controller manager runs here to make the namespace's default ServiceAccount.
 	require.NoError(t, c.Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "default"}}))
 	return f
@@ -97,7 +102,7 @@ func (f *fixture) pod(name, gang, node string, mutate ...func(*corev1.Pod)) {
 func (f *fixture) why(kind, name string) string {
 	f.t.Helper()
 	var out bytes.Buffer
-	require.NoError(f.t, Why(f.ctx, f.c, f.ns, kind, name, &out))
+	require.NoError(f.t, Why(f.ctx, f.clients, f.ns, kind, name, &out))
 	return out.String()
 }
 
@@ -209,7 +214,7 @@ func TestTopologyShowsFreeCapacityAndGangs(t *testing.T) {
 	f.pod("spread-0-b", "spread-0", h3)
 
 	var out bytes.Buffer
-	require.NoError(t, Topology(f.ctx, f.c, ct.Name, &out))
+	require.NoError(t, Topology(f.ctx, f.clients, ct.Name, &out))
 	got := out.String()
 	t.Log(got)
 	lines := strings.Split(got, "\n")

@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -35,17 +35,18 @@ func newDomain(level corev1alpha1.TopologyDomain, value string) *domain {
 // Topology writes the domains of one ClusterTopology (every one when name is empty), broadest
 // first, each with its nodes' free and allocatable capacity and the PodGangs whose bound pods
 // all sit inside it (listed at the narrowest such domain).
-func Topology(ctx context.Context, c client.Client, name string, w io.Writer) error {
+func Topology(ctx context.Context, c Clients, name string, w io.Writer) error {
 	var cts []corev1alpha1.ClusterTopology
+	topologies := c.Grove.GroveV1alpha1().ClusterTopologies()
 	if name != "" {
-		ct := &corev1alpha1.ClusterTopology{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, ct); err != nil {
+		ct, err := topologies.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
 			return err
 		}
 		cts = append(cts, *ct)
 	} else {
-		var list corev1alpha1.ClusterTopologyList
-		if err := c.List(ctx, &list); err != nil {
+		list, err := topologies.List(ctx, metav1.ListOptions{})
+		if err != nil {
 			return err
 		}
 		if len(list.Items) == 0 {
@@ -53,12 +54,12 @@ func Topology(ctx context.Context, c client.Client, name string, w io.Writer) er
 		}
 		cts = list.Items
 	}
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return err
 	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
+	pods, err := c.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return err
 	}
 	for i := range cts {

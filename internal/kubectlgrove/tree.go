@@ -2,7 +2,7 @@
 // made of a PodCliqueSet (PodCliqueSet → replica → PodGang → PodClique → pod → node and its
 // topology domains), `why` explains in plain words what holds a PodCliqueSet, PodGang or pod
 // back, and `topology` shows a ClusterTopology's domains with their capacity and gangs. The
-// command (cmd/kubectl-grove) only parses flags; everything here reads through a client.
+// command (cmd/kubectl-grove) only parses flags; everything here reads through Clients.
 package kubectlgrove
 
 import (
@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
@@ -40,38 +39,38 @@ type Snapshot struct {
 }
 
 // Read takes a snapshot of one PodCliqueSet.
-func Read(ctx context.Context, c client.Client, ns, name, rackKey, blockKey string) (*Snapshot, error) {
-	s := &Snapshot{PCS: &corev1alpha1.PodCliqueSet{}, Nodes: map[string]*corev1.Node{}, RackKey: rackKey, BlockKey: blockKey}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s.PCS); err != nil {
+func Read(ctx context.Context, c Clients, ns, name, rackKey, blockKey string) (*Snapshot, error) {
+	s := &Snapshot{Nodes: map[string]*corev1.Node{}, RackKey: rackKey, BlockKey: blockKey}
+	grove := c.Grove.GroveV1alpha1()
+	var err error
+	if s.PCS, err = grove.PodCliqueSets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 		return nil, err
 	}
-	sel := client.MatchingLabels{common.LabelPartOfKey: name}
-	var gangs schedv1alpha1.PodGangList
-	if err := c.List(ctx, &gangs, client.InNamespace(ns), sel); err != nil {
+	sel := metav1.ListOptions{LabelSelector: selector(common.LabelPartOfKey, name)}
+	gangs, err := c.Grove.SchedulerV1alpha1().PodGangs(ns).List(ctx, sel)
+	if err != nil {
 		return nil, err
 	}
-	var cliques corev1alpha1.PodCliqueList
-	if err := c.List(ctx, &cliques, client.InNamespace(ns), sel); err != nil {
+	cliques, err := grove.PodCliques(ns).List(ctx, sel)
+	if err != nil {
 		return nil, err
 	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
+	pods, err := c.Kube.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
 		return nil, err
 	}
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
+	nodes, err := c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
 		return nil, err
 	}
 	if tc := s.PCS.Spec.Template.TopologyConstraint; tc != nil && tc.TopologyName != "" {
-		s.Topology = &corev1alpha1.ClusterTopology{}
-		if err := c.Get(ctx, client.ObjectKey{Name: tc.TopologyName}, s.Topology); err != nil {
+		if s.Topology, err = grove.ClusterTopologies().Get(ctx, tc.TopologyName, metav1.GetOptions{}); err != nil {
 			return nil, err
 		}
 	}
 	if s.Topology == nil {
 		// Without a constraint, the cluster's only ClusterTopology still names the domains.
-		var cts corev1alpha1.ClusterTopologyList
-		if err := c.List(ctx, &cts); err == nil && len(cts.Items) == 1 {
+		if cts, err := grove.ClusterTopologies().List(ctx, metav1.ListOptions{}); err == nil && len(cts.Items) == 1 {
 			s.Topology = &cts.Items[0]
 			s.topologyUnconstrained = true
 		}

@@ -10,10 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
-	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
@@ -49,7 +48,7 @@ func ParseRef(args []string) (kind, name string, err error) {
 
 // Why writes the chain of reasons that holds a PodCliqueSet, PodGang or pod back, each in plain
 // words, ending with the next thing to do.
-func Why(ctx context.Context, c client.Client, ns, kind, name string, w io.Writer) error {
+func Why(ctx context.Context, c Clients, ns, kind, name string, w io.Writer) error {
 	x := &explainer{c: c, ns: ns, w: w}
 	switch kind {
 	case "PodCliqueSet":
@@ -63,7 +62,7 @@ func Why(ctx context.Context, c client.Client, ns, kind, name string, w io.Write
 }
 
 type explainer struct {
-	c  client.Client
+	c  Clients
 	ns string
 	w  io.Writer
 }
@@ -73,8 +72,8 @@ func (x *explainer) say(indent, format string, args ...any) {
 }
 
 func (x *explainer) podCliqueSet(ctx context.Context, name string) error {
-	pcs := &corev1alpha1.PodCliqueSet{}
-	if err := x.c.Get(ctx, client.ObjectKey{Namespace: x.ns, Name: name}, pcs); err != nil {
+	pcs, err := x.c.Grove.GroveV1alpha1().PodCliqueSets(x.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		return err
 	}
 	ready := apimeta.FindStatusCondition(pcs.Status.Conditions, common.ConditionReady)
@@ -97,8 +96,8 @@ func (x *explainer) podCliqueSet(ctx context.Context, name string) error {
 			x.say("  ", "condition %s (%s): %s", cond.Type, cond.Reason, cond.Message)
 		}
 	}
-	var gangs schedv1alpha1.PodGangList
-	if err := x.c.List(ctx, &gangs, client.InNamespace(x.ns), client.MatchingLabels{common.LabelPartOfKey: name}); err != nil {
+	gangs, err := x.c.Grove.SchedulerV1alpha1().PodGangs(x.ns).List(ctx, metav1.ListOptions{LabelSelector: selector(common.LabelPartOfKey, name)})
+	if err != nil {
 		return err
 	}
 	sort.Slice(gangs.Items, func(i, j int) bool { return gangs.Items[i].Name < gangs.Items[j].Name })
@@ -128,8 +127,8 @@ func (x *explainer) podCliqueSet(ctx context.Context, name string) error {
 
 // notReadyPods names the pods of a placed PodCliqueSet that are not ready, and why.
 func (x *explainer) notReadyPods(ctx context.Context, pcsName, indent string) error {
-	var pods corev1.PodList
-	if err := x.c.List(ctx, &pods, client.InNamespace(x.ns), client.MatchingLabels{common.LabelPartOfKey: pcsName}); err != nil {
+	pods, err := x.c.Kube.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: selector(common.LabelPartOfKey, pcsName)})
+	if err != nil {
 		return err
 	}
 	shown := 0
@@ -148,8 +147,8 @@ func (x *explainer) notReadyPods(ctx context.Context, pcsName, indent string) er
 }
 
 func (x *explainer) pod(ctx context.Context, name string) error {
-	p := &corev1.Pod{}
-	if err := x.c.Get(ctx, client.ObjectKey{Namespace: x.ns, Name: name}, p); err != nil {
+	p, err := x.c.Kube.CoreV1().Pods(x.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		return err
 	}
 	gang := p.Labels[common.LabelPodGang]
@@ -168,8 +167,8 @@ func (x *explainer) pod(ctx context.Context, name string) error {
 // podGang explains one PodGang: pods and gates, quorum, the scheduler's verdict, preemption,
 // and recent warning events, then the next action.
 func (x *explainer) podGang(ctx context.Context, name, indent string) error {
-	g := &schedv1alpha1.PodGang{}
-	if err := x.c.Get(ctx, client.ObjectKey{Namespace: x.ns, Name: name}, g); err != nil {
+	g, err := x.c.Grove.SchedulerV1alpha1().PodGangs(x.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		return err
 	}
 	scheduled := apimeta.FindStatusCondition(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
@@ -179,8 +178,8 @@ func (x *explainer) podGang(ctx context.Context, name, indent string) error {
 	}
 	x.say(indent, "PodGang %s/%s is %s (phase %s)", x.ns, name, verdict, orDash(string(g.Status.Phase)))
 	in := indent + "  "
-	var pods corev1.PodList
-	if err := x.c.List(ctx, &pods, client.InNamespace(x.ns), client.MatchingLabels{common.LabelPodGang: name}); err != nil {
+	pods, err := x.c.Kube.CoreV1().Pods(x.ns).List(ctx, metav1.ListOptions{LabelSelector: selector(common.LabelPodGang, name)})
+	if err != nil {
 		return err
 	}
 	live, gated, bound := 0, 0, 0
@@ -311,8 +310,10 @@ func nextForScheduler(c *metav1.Condition) string {
 
 // warnings lists the recent warning events about an object, newest first, one per reason.
 func (x *explainer) warnings(ctx context.Context, kind, name string) ([]corev1.Event, error) {
-	var list corev1.EventList
-	if err := x.c.List(ctx, &list, client.InNamespace(x.ns)); err != nil {
+	// The apiserver filters by the involved object; the loop below still checks, cheaply.
+	list, err := x.c.Kube.CoreV1().Events(x.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.kind": kind, "involvedObject.name": name, "type": corev1.EventTypeWarning}.String()})
+	if err != nil {
 		return nil, err
 	}
 	latest := map[string]corev1.Event{}

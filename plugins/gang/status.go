@@ -17,6 +17,7 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
 	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
@@ -237,11 +238,11 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if current.equal(d) || wrote && lastStatus.equal(d) && time.Since(last.At) < informerLag {
 		return nil
 	}
-	status := map[string]any{"phase": d.phase, "conditions": []metav1.Condition{*d.condition}}
+	status := schedulerac.PodGangStatus().WithPhase(d.phase).WithConditions(gangcache.Condition(*d.condition))
 	if d.placementScore != nil {
-		status["placementScore"] = *d.placementScore
+		status.WithPlacementScore(*d.placementScore)
 	}
-	err := w.gangs.ApplyStatus(ctx, pg.Namespace, pg.Name, common.SchedulerFieldManager, status)
+	err := w.gangs.ApplyStatus(ctx, schedulerac.PodGang(pg.Name, pg.Namespace).WithStatus(status), common.SchedulerFieldManager)
 	if apierrors.IsNotFound(err) {
 		w.gangs.SetWritten(key, gangcache.Written{})
 		return nil
@@ -287,6 +288,6 @@ func (w *statusWriter) clearDisruption(ctx context.Context, pg *v1alpha1.PodGang
 	cond := metav1.Condition{Type: v1alpha1.PodGangConditionDisruptionTarget, Status: metav1.ConditionFalse,
 		Reason: common.ReasonRescheduledAfterPreemption, Message: "the gang was placed again after it was preempted",
 		ObservedGeneration: pg.Generation, LastTransitionTime: metav1.Now()}
-	return w.gangs.ApplyStatus(ctx, pg.Namespace, pg.Name, common.PreemptionFieldManager,
-		map[string]any{"conditions": []metav1.Condition{cond}})
+	return w.gangs.ApplyStatus(ctx, schedulerac.PodGang(pg.Name, pg.Namespace).
+		WithStatus(schedulerac.PodGangStatus().WithConditions(gangcache.Condition(cond))), common.PreemptionFieldManager)
 }

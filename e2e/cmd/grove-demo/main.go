@@ -99,13 +99,13 @@ func up(dir string) error {
 		return err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	c, err := newClient(kubeconfig)
+	c, kc, err := newClients(kubeconfig)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("    64 kwok nodes with 8 GPUs each: %d zones × %d blocks × %d racks × %d hosts\n",
 		fabric.Zones, fabric.BlocksPerZone, fabric.RacksPerBlock, fabric.HostsPerRack)
-	runErr := run(context.Background(), c)
+	runErr := run(context.Background(), c, kc)
 	if runErr != nil {
 		fmt.Printf("\nthe demo failed: %v\nlogs are in %s\n", runErr, dir)
 	}
@@ -160,7 +160,9 @@ func start(dir string) error {
 	return fmt.Errorf("the environment did not start (stopped; logs in %s): %w", dir, err)
 }
 
-func run(ctx context.Context, c client.Client) error {
+// run applies the demo's manifests through c and reads what Grove made of them through kc,
+// the clients of `kubectl grove`.
+func run(ctx context.Context, c client.Client, kc kubectlgrove.Clients) error {
 	step(2, "applying ClusterTopology gpu-fabric (zone > block > rack > host) and PodCliqueSet inference")
 	if err := applyManifest(ctx, c, "clustertopology.yaml", ""); err != nil {
 		return err
@@ -169,7 +171,7 @@ func run(ctx context.Context, c client.Client) error {
 		return err
 	}
 	step(3, "waiting for the base gang (router + one prefill/decode unit) to be placed inside one rack")
-	base, err := watchTree(ctx, c, demo.Workload, placed(5, 1))
+	base, err := watchTree(ctx, kc, demo.Workload, placed(5, 1))
 	if err != nil {
 		return err
 	}
@@ -190,7 +192,7 @@ func run(ctx context.Context, c client.Client) error {
 	}); err != nil {
 		return err
 	}
-	scaled, err := watchTree(ctx, c, demo.Workload, func(s *demo.Snapshot) (bool, error) {
+	scaled, err := watchTree(ctx, kc, demo.Workload, func(s *demo.Snapshot) (bool, error) {
 		if ok, err := placed(9, 2)(s); !ok || err != nil {
 			return ok, err
 		}
@@ -226,7 +228,7 @@ func run(ctx context.Context, c client.Client) error {
 	if err := applyManifest(ctx, c, "too-big.yaml", demo.Namespace); err != nil {
 		return err
 	}
-	pending, err := watchTree(ctx, c, demo.TooBig, func(s *demo.Snapshot) (bool, error) {
+	pending, err := watchTree(ctx, kc, demo.TooBig, func(s *demo.Snapshot) (bool, error) {
 		if n := countBound(s); n > 0 {
 			return false, fmt.Errorf("%d pods of "+demo.TooBig+" were bound: it cannot fit whole, so none may be", n)
 		}
@@ -238,13 +240,13 @@ func run(ctx context.Context, c client.Client) error {
 	fmt.Printf("    ✓ PodGang %s whole-pending, 0 of %d pods bound: %s\n", pending.Gangs[0].Name, len(pending.Pods), unschedulable(&pending.Gangs[0]).Message)
 	fmt.Printf("    $ kubectl grove why pgang/%s -n %s\n", pending.Gangs[0].Name, demo.Namespace)
 	var why bytes.Buffer
-	if err := kubectlgrove.Why(ctx, c, demo.Namespace, "PodGang", pending.Gangs[0].Name, &why); err != nil {
+	if err := kubectlgrove.Why(ctx, kc, demo.Namespace, "PodGang", pending.Gangs[0].Name, &why); err != nil {
 		return err
 	}
 	fmt.Print(indent(why.String()))
 	fmt.Printf("    $ kubectl grove topology gpu-fabric\n")
 	var topo bytes.Buffer
-	if err := kubectlgrove.Topology(ctx, c, "gpu-fabric", &topo); err != nil {
+	if err := kubectlgrove.Topology(ctx, kc, "gpu-fabric", &topo); err != nil {
 		return err
 	}
 	fmt.Print(indent(topo.String()))
@@ -334,7 +336,7 @@ func countBound(s *demo.Snapshot) int {
 
 // watchTree prints the tree whenever it changes until done holds, fails, or convergeBy passes;
 // it returns the last snapshot.
-func watchTree(ctx context.Context, c client.Client, name string, done func(*demo.Snapshot) (bool, error)) (*demo.Snapshot, error) {
+func watchTree(ctx context.Context, c kubectlgrove.Clients, name string, done func(*demo.Snapshot) (bool, error)) (*demo.Snapshot, error) {
 	var last string
 	var snap *demo.Snapshot
 	err := waitFor(ctx, convergeBy, func() (bool, error) {
@@ -384,16 +386,21 @@ func applyManifest(ctx context.Context, c client.Client, file, ns string) error 
 	}
 }
 
-func newClient(kubeconfig string) (client.Client, error) {
+func newClients(kubeconfig string) (client.Client, kubectlgrove.Clients, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, kubectlgrove.Clients{}, err
 	}
 	scheme, err := app.Scheme()
 	if err != nil {
-		return nil, err
+		return nil, kubectlgrove.Clients{}, err
 	}
-	return client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, kubectlgrove.Clients{}, err
+	}
+	kc, err := kubectlgrove.NewClients(cfg)
+	return c, kc, err
 }
 
 // serve runs the environment until SIGTERM.

@@ -27,7 +27,7 @@ func TestBinaryFailsFastOnAnInvalidConfig(t *testing.T) {
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "grove-operator")
 	// Stamped the way the Makefile stamps releases.
-	build := exec.Command("go", "build", "-ldflags", "-X github.com/ai-dynamo/grove/internal/version.gitVersion=v9.8.7-test",
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/ai-dynamo/grove/pkg/version.gitVersion=v9.8.7-test",
 		"-o", bin, "./cmd/grove-operator")
 	build.Dir = root
 	out, err := build.CombinedOutput()

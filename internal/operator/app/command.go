@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ai-dynamo/grove/internal/version"
+	"github.com/ai-dynamo/grove/pkg/version"
 )
 
 // NewCommand returns the grove-operator command.

@@ -2,16 +2,13 @@ package gangcache
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/types"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -19,13 +16,17 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
+	"github.com/ai-dynamo/grove/pkg/client/clientset/versioned"
+	schedulerclient "github.com/ai-dynamo/grove/pkg/client/clientset/versioned/typed/scheduler/v1alpha1"
+	schedulerinformers "github.com/ai-dynamo/grove/pkg/client/informers/externalversions/scheduler/v1alpha1"
 )
 
 // Shared is a profile's gang cache with the client and informer that feed it.
 type Shared struct {
 	*Cache
 	// Client reads and writes PodGangs (status included).
-	Client rest.Interface
+	Client schedulerclient.SchedulerV1alpha1Interface
 	synced cache.InformerSynced
 }
 
@@ -73,9 +74,7 @@ func (ps *Profiles) For(ctx context.Context, h fwk.Handle) (*Shared, error) {
 		return nil, err
 	}
 	c := New()
-	podGangs := cache.NewSharedIndexInformer(
-		cache.NewListWatchFromClient(client, "podgangs", metav1.NamespaceAll, fields.Everything()),
-		&v1alpha1.PodGang{}, 0, cache.Indexers{})
+	podGangs := schedulerinformers.NewPodGangInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
 	if _, err := podGangs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.UpsertPodGang(obj.(*v1alpha1.PodGang)) },
 		UpdateFunc: func(_, obj any) { c.UpsertPodGang(obj.(*v1alpha1.PodGang)) },
@@ -141,7 +140,7 @@ func (ps *Profiles) For(ctx context.Context, h fwk.Handle) (*Shared, error) {
 	}); err != nil {
 		return nil, err
 	}
-	s := &Shared{Cache: c, Client: client, synced: podGangs.HasSynced}
+	s := &Shared{Cache: c, Client: client.SchedulerV1alpha1(), synced: podGangs.HasSynced}
 	ps.byHandle[h] = s
 	go podGangs.RunWithContext(ctx)
 	go func() {
@@ -154,36 +153,27 @@ func (ps *Profiles) For(ctx context.Context, h fwk.Handle) (*Shared, error) {
 	return s, nil
 }
 
-// NewPodGangClient returns a REST client for scheduler.grove.io/v1alpha1.
-func NewPodGangClient(cfg *rest.Config) (*rest.RESTClient, error) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
+// NewPodGangClient returns a clientset of Grove's API groups for the scheduler's kubeconfig.
+func NewPodGangClient(cfg *rest.Config) (versioned.Interface, error) {
 	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &v1alpha1.SchemeGroupVersion
-	c.APIPath = "/apis"
+	// The scheduler's kubeconfig asks for protobuf, which CRDs are not served in.
 	c.ContentType = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	return rest.RESTClientFor(c)
+	return versioned.NewForConfig(c)
 }
 
-// ApplyStatus server-side applies status fields of a PodGang as fieldManager (forced: each
-// writer owns its own fields, e.g. the Scheduled condition or DisruptionTarget).
-func (s *Shared) ApplyStatus(ctx context.Context, namespace, name, fieldManager string, status map[string]any) error {
-	body, err := json.Marshal(map[string]any{
-		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
-		"kind":       "PodGang",
-		"metadata":   map[string]string{"name": name, "namespace": namespace},
-		"status":     status,
-	})
-	if err != nil {
-		return err
-	}
-	return s.Client.Patch(types.ApplyPatchType).Namespace(namespace).Resource("podgangs").Name(name).
-		SubResource("status").Param("fieldManager", fieldManager).Param("force", "true").
-		Body(body).Do(ctx).Error()
+// ApplyStatus server-side applies the status fields that status (a PodGang's apply
+// configuration: name, namespace and the fields fieldManager owns) sets, forced: each writer
+// owns its own fields, e.g. the Scheduled condition or DisruptionTarget.
+func (s *Shared) ApplyStatus(ctx context.Context, status *schedulerac.PodGangApplyConfiguration, fieldManager string) error {
+	_, err := s.Client.PodGangs(*status.Namespace).ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	return err
+}
+
+// Condition is the apply configuration of c, every field of it set.
+func Condition(c metav1.Condition) *metav1ac.ConditionApplyConfiguration {
+	return metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).WithObservedGeneration(c.ObservedGeneration).
+		WithLastTransitionTime(c.LastTransitionTime).WithReason(c.Reason).WithMessage(c.Message)
 }

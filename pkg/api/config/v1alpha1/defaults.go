@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/ai-dynamo/grove/internal/version"
+	"github.com/ai-dynamo/grove/pkg/version"
 )
 
 // Defaults of the operator configuration.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/ai-dynamo/grove/internal/version"
+	"github.com/ai-dynamo/grove/pkg/version"
 )
 
 // The startup waiter defaults to this build's own grove-operator image, never another

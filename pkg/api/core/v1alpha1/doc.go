@@ -3,5 +3,6 @@
 // cluster-scoped ClusterTopology.
 //
 // +kubebuilder:object:generate=true
+// +k8s:openapi-gen=true
 // +groupName=grove.io
 package v1alpha1

@@ -2,5 +2,6 @@
 // (group scheduler.grove.io): the PodGang.
 //
 // +kubebuilder:object:generate=true
+// +k8s:openapi-gen=true
 // +groupName=scheduler.grove.io
 package v1alpha1

@@ -2,6 +2,7 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // The short name is pgang, not pg: KAI, Volcano and scheduler-plugins all call their PodGroup
@@ -167,8 +168,10 @@ const (
 
 // PodGangStatus is the observed state of a PodGang.
 type PodGangStatus struct {
-	// Phase of the gang.
+	// Phase of the gang: Pending from the first status write on (the schema's default, so
+	// the scheduler, which moves it on, is its only writer), then Starting and Running.
 	// +optional
+	// +kubebuilder:default=Pending
 	Phase PodGangPhase `json:"phase,omitempty"`
 	// Conditions of the gang.
 	// +optional

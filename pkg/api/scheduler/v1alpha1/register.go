@@ -20,6 +20,12 @@ var (
 	PodGangResource = SchemeGroupVersion.WithResource("podgangs")
 )
 
+// Resource returns a GroupResource of this group (the generated listers name their NotFound
+// errors with it).
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion, &PodGang{}, &PodGangList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)

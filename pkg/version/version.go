@@ -1,6 +1,8 @@
 // Package version is the single place that says which Grove release a binary is and which
 // Kubernetes release it was built against. The Makefile stamps the Grove version with
-// -ldflags "-X github.com/ai-dynamo/grove/internal/version.gitVersion=<git describe>".
+// -ldflags "-X github.com/ai-dynamo/grove/pkg/version.gitVersion=<git describe>". It is public,
+// and imports only the standard library, because pkg/api's operator configuration defaults the
+// startup waiter to this build's image: the API must not depend on the programs' internals.
 package version
 
 import (
