@@ -20,7 +20,7 @@ import (
 // serve nothing, and a stuck pod must not block the update that may fix it). Ready ones go
 // within the clique's rollingUpdate.maxUnavailable: at most that many of its desired pods are
 // unavailable at a time, pods still starting included, highest index first, as a scale-in
-// would. Coherent replaces every outdated pod of the replica at once: its roles move together.
+// would. Under Coherent the PodCliqueSet controller replaces the replica's pods instead.
 // Members of scaling groups are replaced a whole group replica at a time by their scaling group.
 func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, active []*corev1.Pod) error {
 	if _, member := pclq.Labels[apicommon.LabelPodCliqueScalingGroup]; member {
@@ -49,18 +49,14 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 	if err != nil || !ok {
 		return err
 	}
-	coherent := corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy
-	if len(outdatedNotReady) > 0 && !coherent {
+	if corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy {
+		return nil // the PodCliqueSet controller replaces the whole replica's pods in one pass
+	}
+	if len(outdatedNotReady) > 0 {
 		return r.deleteForUpdate(ctx, key, pclq, outdatedNotReady)
 	}
 	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfClique(pcs, pclq), pclq.Spec.Replicas)) - int(max(0, pclq.Spec.Replicas-ready))
-	if coherent {
-		budget = len(outdatedReady)
-	}
 	if budget <= 0 || len(outdatedReady) == 0 {
-		if coherent {
-			return r.deleteForUpdate(ctx, key, pclq, outdatedNotReady)
-		}
 		return nil // replacements are still starting: the budget is spent
 	}
 	// Never a healthy member before its replacement can be created: a replacement the
@@ -73,7 +69,7 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 		b, _ := common.IntLabel(outdatedReady[j], apicommon.LabelPodCliquePodIndex)
 		return a > b
 	})
-	return r.deleteForUpdate(ctx, key, pclq, append(outdatedNotReady[:len(outdatedNotReady):len(outdatedNotReady)], outdatedReady[:min(budget, len(outdatedReady))]...))
+	return r.deleteForUpdate(ctx, key, pclq, outdatedReady[:min(budget, len(outdatedReady))])
 }
 
 // rollingUpdateOfClique is the rollingUpdate of the standalone clique template pclq was built from.

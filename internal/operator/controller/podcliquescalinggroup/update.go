@@ -37,8 +37,7 @@ type groupReplica struct {
 // nothing, and a stuck replica must not block the update that may fix it); available ones go
 // within the group's rollingUpdate.maxUnavailable: at most that many of its desired replicas
 // are unavailable at a time, replicas still starting and replicas a scale-in is removing
-// included. Coherent recreates every outdated replica at once: the PodCliqueSet replica's
-// roles move together. Deletions are remembered until the cache shows them, so a reconcile
+// included. Under Coherent the PodCliqueSet controller replaces the replica's pods instead. Deletions are remembered until the cache shows them, so a reconcile
 // on a stale cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
 	members []*corev1alpha1.PodClique) error {
@@ -78,22 +77,22 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	if !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
 		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
 	}
-	coherent := corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy
+	if corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy {
+		// The PodCliqueSet controller replaces the whole replica's pods in one pass.
+		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+	}
 	var deletions []*corev1.Pod
 	var candidates []int
 	for j, g := range replicas {
 		switch {
 		case len(g.outdated) == 0:
-		case !g.available || coherent:
+		case !g.available:
 			deletions = append(deletions, g.outdated...)
 		default:
 			candidates = append(candidates, j)
 		}
 	}
 	budget := r.budget(pcs, pcsg, members, replicas)
-	if coherent {
-		budget = len(candidates)
-	}
 	if len(candidates) > 0 && budget > 0 {
 		// Never a healthy group replica before its replacement can be created: pods the
 		// apiserver refuses would leave the gang a replica short for good.

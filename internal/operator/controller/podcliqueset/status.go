@@ -54,6 +54,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 		return err
 	}
 	setUpdateInProgressCondition(&status, st, pods, time.Now())
+	if err := r.replaceCoherently(ctx, st, &status, pclqs, pods); err != nil {
+		return err
+	}
 	if err := r.setReadiness(ctx, st, &status, pclqs, gangs); err != nil {
 		return err
 	}
