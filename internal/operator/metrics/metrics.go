@@ -80,6 +80,9 @@ var (
 		[]string{"state"}, nil)
 	updatingDesc = prometheus.NewDesc("grove_podcliqueset_rolling_update_replicas", "Replicas of PodCliqueSets under a rolling update, by state: updated, pending (not yet on the new template).",
 		[]string{"state"}, nil)
+	unavailablePodsDesc = prometheus.NewDesc("grove_podcliqueset_rolling_update_unavailable_pods",
+		"Pods of PodCliqueSets under a rolling update that are missing or not ready (PodClique spec.replicas less readyReplicas): what the update's maxUnavailable budgets bound.",
+		nil, nil)
 	gangsDesc = prometheus.NewDesc("grove_podgangs", "PodGangs by phase (Pending, Starting, Running) and Scheduled condition (true, false, unknown).",
 		[]string{"phase", "scheduled"}, nil)
 )
@@ -91,6 +94,7 @@ func (s stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pcsDesc
 	ch <- replicasDesc
 	ch <- updatingDesc
+	ch <- unavailablePodsDesc
 	ch <- gangsDesc
 }
 
@@ -120,6 +124,7 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, unavailable, "unavailable")
 		ch <- prometheus.MustNewConstMetric(updatingDesc, prometheus.GaugeValue, updated, "updated")
 		ch <- prometheus.MustNewConstMetric(updatingDesc, prometheus.GaugeValue, pending, "pending")
+		ch <- prometheus.MustNewConstMetric(unavailablePodsDesc, prometheus.GaugeValue, s.unavailableDuringUpdate(ctx, pcss.Items))
 	}
 	var gangs schedv1alpha1.PodGangList
 	if err := s.c.List(ctx, &gangs); err == nil {
@@ -141,6 +146,32 @@ func (s stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(gangsDesc, prometheus.GaugeValue, n, k[0], k[1])
 		}
 	}
+}
+
+// unavailableDuringUpdate counts the missing or unready pods of the PodCliques of
+// PodCliqueSets whose update is under way.
+func (s stateCollector) unavailableDuringUpdate(ctx context.Context, pcss []corev1alpha1.PodCliqueSet) float64 {
+	updating := map[[2]string]bool{}
+	for i := range pcss {
+		if up := pcss[i].Status.UpdateProgress; up != nil && up.UpdateEndedAt == nil {
+			updating[[2]string{pcss[i].Namespace, pcss[i].Name}] = true
+		}
+	}
+	if len(updating) == 0 {
+		return 0
+	}
+	var pclqs corev1alpha1.PodCliqueList
+	if err := s.c.List(ctx, &pclqs); err != nil {
+		return 0
+	}
+	var n float64
+	for i := range pclqs.Items {
+		p := &pclqs.Items[i]
+		if updating[[2]string{p.Namespace, p.Labels[apicommon.LabelPartOfKey]}] && p.DeletionTimestamp == nil {
+			n += float64(max(0, p.Spec.Replicas-p.Status.ReadyReplicas))
+		}
+	}
+	return n
 }
 
 // conditionValue is a condition's status as a label value.
@@ -168,6 +199,9 @@ func Register(c client.Reader) error {
 	}
 	for _, c := range []string{"podcliqueset", "podclique"} {
 		ReconcileErrors.WithLabelValues(c, "reconcile")
+	}
+	for _, st := range []corev1alpha1.UpdateStrategyType{corev1alpha1.RollingRecreateStrategy, corev1alpha1.CoherentStrategy, corev1alpha1.OnDeleteStrategy} {
+		RollingUpdateSeconds.WithLabelValues(string(st))
 	}
 	for _, col := range []prometheus.Collector{PodsCreated, PodsDeleted, GatesLifted, GatedSeconds, GangTerminations, ReconcileErrors, RollingUpdateSeconds, StartupWaitSeconds, stateCollector{c}} {
 		if err := ctrlmetrics.Registry.Register(col); err != nil {

@@ -16,9 +16,9 @@ import (
 // Durations read off status transitions. They are observed by the leader only (see
 // TransitionObserver), so that two operator replicas do not count one update twice.
 var (
-	RollingUpdateSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "grove_operator_rolling_update_duration_seconds", Help: "Duration of finished PodCliqueSet rolling updates (status.updateProgress start to end).",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 14)})
+	RollingUpdateSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "grove_operator_rolling_update_duration_seconds", Help: "Duration of finished PodCliqueSet updates (status.updateProgress start to end), by strategy (RollingRecreate, Coherent, OnDelete).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14)}, []string{"strategy"})
 	StartupWaitSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "grove_operator_startup_wait_duration_seconds", Help: "Time a pod's startup-waiter init container held its containers back until the cliques it depends on were ready.",
 		Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)})
@@ -45,7 +45,7 @@ func (o TransitionObserver) Start(ctx context.Context) error {
 		newPCS, ok2 := newObj.(*corev1alpha1.PodCliqueSet)
 		if ok1 && ok2 {
 			if d, ended := RollingUpdateEnded(oldPCS, newPCS); ended {
-				RollingUpdateSeconds.Observe(d.Seconds())
+				RollingUpdateSeconds.WithLabelValues(string(corev1alpha1.StrategyOf(newPCS))).Observe(d.Seconds())
 			}
 		}
 	}})

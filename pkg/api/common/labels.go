@@ -95,6 +95,9 @@ const (
 	// partial-gang check applies (a manager of its own, so the Initialized writer and it never
 	// remove each other's conditions).
 	PartialGangFieldManager = "grove-operator-partial-gang"
+	// PodGangReadinessFieldManager owns a PodGang's Ready condition, lastScheduled and
+	// lastReady, which the operator derives from the gang's pods whatever the scheduler backend.
+	PodGangReadinessFieldManager = "grove-operator-podgang-readiness"
 )
 
 // grove-scheduler: what it writes on PodGangs.
@@ -203,6 +206,18 @@ const (
 	// PodClique, PodCliqueScalingGroup, ResourceClaim): the object is left alone, never adopted
 	// or deleted, and the child is not made.
 	ConditionNameConflict = "NameConflict"
+	// ConditionUpdateInProgress on a PodCliqueSet (upstream Grove's): True (Progressing) while
+	// a RollingRecreate or Coherent update is under way, Unknown (ProgressDeadlineExceeded)
+	// once a component with a rollingUpdate.progressDeadline made no progress for that long,
+	// False (NoActiveUpdate) otherwise.
+	ConditionUpdateInProgress = "UpdateInProgress"
+	// ReasonProgressing: the update is under way and moving.
+	ReasonProgressing = "Progressing"
+	// ReasonNoActiveUpdate: no update is under way.
+	ReasonNoActiveUpdate = "NoActiveUpdate"
+	// ReasonProgressDeadlineExceeded: a component's update made no progress within its
+	// rollingUpdate.progressDeadline.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
 	ReasonInsufficientReadyPods     = "InsufficientReadyPods"
 	ReasonSufficientReadyPods       = "SufficientReadyPods"

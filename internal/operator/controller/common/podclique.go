@@ -2,6 +2,7 @@ package common
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 
 	"k8s.io/utils/ptr"
@@ -159,20 +160,27 @@ func (t PodCliqueTarget) StartsAfter() []string {
 	return names
 }
 
-// ReplicaBeingUpdated is the PodCliqueSet replica a RollingRecreate update is replacing pods
-// of (status.updateProgress.currentlyUpdating); ok is false when none is.
-func ReplicaBeingUpdated(pcs *corev1alpha1.PodCliqueSet) (replica int, ok bool) {
-	if s := pcs.Spec.UpdateStrategy; s != nil && s.Type != "" && s.Type != corev1alpha1.RollingRecreateStrategy {
-		return 0, false
+// ReplicasBeingUpdated are the PodCliqueSet replicas a RollingRecreate or Coherent update is
+// replacing pods of (status.updateProgress.currentlyUpdating): one at a time under
+// RollingRecreate, possibly several under Coherent.
+func ReplicasBeingUpdated(pcs *corev1alpha1.PodCliqueSet) []int {
+	if !corev1alpha1.IsRollingStrategy(corev1alpha1.StrategyOf(pcs)) {
+		return nil
 	}
 	p := pcs.Status.UpdateProgress
 	if p == nil || p.UpdateEndedAt != nil {
-		return 0, false
+		return nil
 	}
+	var out []int
 	for _, r := range p.CurrentlyUpdating {
 		if r.UpdateEndedAt == nil {
-			return int(r.ReplicaIndex), true
+			out = append(out, int(r.ReplicaIndex))
 		}
 	}
-	return 0, false
+	return out
+}
+
+// IsReplicaBeingUpdated reports whether replica is one of ReplicasBeingUpdated.
+func IsReplicaBeingUpdated(pcs *corev1alpha1.PodCliqueSet, replica int) bool {
+	return slices.Contains(ReplicasBeingUpdated(pcs), replica)
 }

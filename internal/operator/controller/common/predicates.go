@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"slices"
 
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 )
@@ -61,9 +62,7 @@ func (ReplicaBeingUpdatedChanged) Update(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
-	oi, oOK := ReplicaBeingUpdated(o)
-	ni, nOK := ReplicaBeingUpdated(n)
-	return oOK != nOK || oi != ni
+	return !slices.Equal(ReplicasBeingUpdated(o), ReplicasBeingUpdated(n))
 }
 
 // Create implements predicate.Predicate.

@@ -15,25 +15,28 @@ import (
 	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 )
 
-// replaceOutdatedPods moves a standalone PodClique to its current template during a
-// RollingRecreate update of its PodCliqueSet replica: outdated pods that are not ready are
-// replaced at once (they serve nothing), then the ready ones one at a time, each only once
-// every pod of the clique is ready again, so the clique loses at most one ready pod at a time
-// and stays at minAvailable unless all its pods are its minimum. Members of scaling groups are
-// replaced a whole group replica at a time by their scaling group instead.
+// replaceOutdatedPods moves a standalone PodClique to its current template during an update
+// of its PodCliqueSet replica. Outdated pods that are not ready are replaced at once (they
+// serve nothing, and a stuck pod must not block the update that may fix it). Ready ones go
+// within the clique's rollingUpdate.maxUnavailable: at most that many of its desired pods are
+// unavailable at a time, pods still starting included, highest index first, as a scale-in
+// would. Under Coherent the PodCliqueSet controller replaces the replica's pods instead.
+// Members of scaling groups are replaced a whole group replica at a time by their scaling group.
 func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *corev1alpha1.PodClique, active []*corev1.Pod) error {
 	if _, member := pclq.Labels[apicommon.LabelPodCliqueScalingGroup]; member {
 		return nil
 	}
 	templateHash := pclq.Labels[apicommon.LabelPodTemplateHash]
 	var outdatedReady, outdatedNotReady []*corev1.Pod
-	allReady := true
+	var ready int32
 	for _, p := range active {
-		ready := common.IsReady(p)
-		allReady = allReady && ready
+		isReady := common.IsReady(p)
+		if isReady {
+			ready++
+		}
 		switch {
 		case p.Labels[apicommon.LabelPodTemplateHash] == templateHash:
-		case ready:
+		case isReady:
 			outdatedReady = append(outdatedReady, p)
 		default:
 			outdatedNotReady = append(outdatedNotReady, p)
@@ -42,39 +45,53 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 	if len(outdatedReady)+len(outdatedNotReady) == 0 {
 		return nil
 	}
-	if ok, err := r.rollingUpdateOf(ctx, pclq); err != nil || !ok {
+	pcs, ok, err := r.rollingUpdateOf(ctx, pclq)
+	if err != nil || !ok {
 		return err
+	}
+	if corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy {
+		return nil // the PodCliqueSet controller replaces the whole replica's pods in one pass
 	}
 	if len(outdatedNotReady) > 0 {
 		return r.deleteForUpdate(ctx, key, pclq, outdatedNotReady)
 	}
-	if !allReady {
-		return nil // a replacement is still starting
+	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfClique(pcs, pclq), pclq.Spec.Replicas)) - int(max(0, pclq.Spec.Replicas-ready))
+	if budget <= 0 || len(outdatedReady) == 0 {
+		return nil // replacements are still starting: the budget is spent
 	}
 	// Never a healthy member before its replacement can be created: a replacement the
 	// apiserver refuses would leave the clique a pod short for good.
 	if err := r.replacementCreatable(ctx, pclq); err != nil {
 		return err
 	}
-	// Highest pod index first, as a scale-in would.
 	sort.Slice(outdatedReady, func(i, j int) bool {
 		a, _ := common.IntLabel(outdatedReady[i], apicommon.LabelPodCliquePodIndex)
 		b, _ := common.IntLabel(outdatedReady[j], apicommon.LabelPodCliquePodIndex)
 		return a > b
 	})
-	return r.deleteForUpdate(ctx, key, pclq, outdatedReady[:1])
+	return r.deleteForUpdate(ctx, key, pclq, outdatedReady[:min(budget, len(outdatedReady))])
+}
+
+// rollingUpdateOfClique is the rollingUpdate of the standalone clique template pclq was built from.
+func rollingUpdateOfClique(pcs *corev1alpha1.PodCliqueSet, pclq *corev1alpha1.PodClique) *corev1alpha1.RollingUpdateConfiguration {
+	replica, _ := common.IntLabel(pclq, apicommon.LabelPodCliqueSetReplicaIndex)
+	for _, c := range pcs.Spec.Template.StandaloneCliques() {
+		if apicommon.StandalonePodCliqueName(pcs.Name, replica, c.Name) == pclq.Name {
+			return c.RollingUpdate
+		}
+	}
+	return nil
 }
 
 // rollingUpdateOf reports whether the PodCliqueSet is rolling out an update to this PodClique's
-// replica (RollingRecreate, and the replica is the one being updated).
-func (r *Reconciler) rollingUpdateOf(ctx context.Context, pclq *corev1alpha1.PodClique) (bool, error) {
+// replica (RollingRecreate or Coherent, and the replica is one being updated).
+func (r *Reconciler) rollingUpdateOf(ctx context.Context, pclq *corev1alpha1.PodClique) (*corev1alpha1.PodCliqueSet, bool, error) {
 	pcs := &corev1alpha1.PodCliqueSet{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: common.PodCliqueSetName(pclq)}, pcs); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return nil, false, client.IgnoreNotFound(err)
 	}
 	replica, ok := common.IntLabel(pclq, apicommon.LabelPodCliqueSetReplicaIndex)
-	updating, isRolling := common.ReplicaBeingUpdated(pcs)
-	return ok && isRolling && updating == replica, nil
+	return pcs, ok && common.IsReplicaBeingUpdated(pcs, replica), nil
 }
 
 func (r *Reconciler) deleteForUpdate(ctx context.Context, key string, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {

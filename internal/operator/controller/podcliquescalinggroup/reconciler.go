@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,7 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
 	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
@@ -39,6 +42,15 @@ type Reconciler struct {
 	// once the cache shows the last ones it made for its group.
 	writes    *common.Writes
 	writesSet sync.Once
+	// expectedDeletions are the member pods an update deleted, until the cache shows them gone.
+	expectedDeletions     *expectations.Store
+	expectedDeletionsOnce sync.Once
+}
+
+// deletions is the store of pod deletions the cache does not show yet.
+func (r *Reconciler) deletions() *expectations.Store {
+	r.expectedDeletionsOnce.Do(func() { r.expectedDeletions = expectations.New(expectations.DefaultTTL) })
+	return r.expectedDeletions
 }
 
 // initWrites makes the record of writes and routes the client's writes through it; informers
@@ -162,13 +174,17 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 			unwanted = append(unwanted, m)
 		}
 	}
+	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted)
+	if err != nil {
+		return false, err
+	}
 	// In slow-start batches, as the PodCliqueSet controller creates its own PodCliques: a
 	// group's members are independent of each other.
 	_, delErr := common.SlowStart(ctx, len(unwanted), func(ctx context.Context, i int) error {
 		return common.Delete(ctx, r.Client, unwanted[i])
 	})
 	var conflicts atomic.Bool
-	_, err := common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
+	_, err = common.SlowStart(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		pclq := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: t.Name(), Namespace: pcsg.Namespace}}
 		own := common.Child{Owner: pcsg, PodCliqueSet: pcs.Name, Component: apicommon.ComponentPCSGPodClique,
@@ -202,4 +218,53 @@ func ptrOr(p *int32, def int32) int32 {
 		return def
 	}
 	return *p
+}
+
+// scaleInWithinBudget limits a scale-in that overlaps an update of the group's PodCliqueSet
+// replica to the group's rollingUpdate.maxUnavailable, which the update draws on too: whole
+// replicas are removed, highest index first, only as far as the budget left by unavailable
+// replicas and replicas still being removed allows. Outside an update, or for members of
+// cliques no longer in the group, nothing is held back.
+func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
+	members, unwanted []*corev1alpha1.PodClique) ([]*corev1alpha1.PodClique, error) {
+	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
+	progress := pcsg.Status.UpdateProgress
+	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
+		return unwanted, nil
+	}
+	replicas, err := r.groupReplicas(ctx, pcsg, members)
+	if err != nil {
+		return nil, err
+	}
+	removing := map[int]bool{}
+	var waiting []int
+	for _, m := range unwanted {
+		j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
+		if !ok || j < int(pcsg.Spec.Replicas) {
+			continue
+		}
+		if common.IsTerminating(m) {
+			removing[j] = true
+		} else if !slices.Contains(waiting, j) {
+			waiting = append(waiting, j)
+		}
+	}
+	unavailable := 0
+	for _, g := range replicas {
+		if !g.available {
+			unavailable++
+		}
+	}
+	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable - len(removing)
+	sort.Sort(sort.Reverse(sort.IntSlice(waiting)))
+	allowed := map[int]bool{}
+	for _, j := range waiting {
+		if !removing[j] && len(allowed) < budget {
+			allowed[j] = true
+		}
+	}
+	return slices.DeleteFunc(unwanted, func(m *corev1alpha1.PodClique) bool {
+		j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
+		return ok && j >= int(pcsg.Spec.Replicas) && !allowed[j] && !removing[j]
+	}), nil
 }

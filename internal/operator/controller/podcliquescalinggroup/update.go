@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -30,13 +31,14 @@ type groupReplica struct {
 	updated bool
 }
 
-// replaceOutdatedReplicas moves the group to the current template during a RollingRecreate
-// update of its PodCliqueSet replica. A group replica is one gang unit (say a leader and its
-// workers), so it is recreated whole: replicas that are not available are recreated at once,
-// available ones one at a time, the next only once every pod of the previous is updated and ready
-// again and only while the group keeps minAvailable available replicas (unless every replica is
-// needed for that). The replica being recreated is written to status.updateProgress before
-// its pods are deleted, so a reconcile on a stale cache never picks a second one.
+// replaceOutdatedReplicas moves the group to the current template during an update of its
+// PodCliqueSet replica. A group replica is one gang unit (say a leader and its workers), so it
+// is recreated whole. Replicas that are not available are recreated at once (they serve
+// nothing, and a stuck replica must not block the update that may fix it); available ones go
+// within the group's rollingUpdate.maxUnavailable: at most that many of its desired replicas
+// are unavailable at a time, replicas still starting and replicas a scale-in is removing
+// included. Under Coherent the PodCliqueSet controller replaces the replica's pods instead. Deletions are remembered until the cache shows them, so a reconcile
+// on a stale cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
 	members []*corev1alpha1.PodClique) error {
 	replicas, err := r.groupReplicas(ctx, pcsg, members)
@@ -72,56 +74,94 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	}
 	countMembers(progress, pcsg, members)
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
-	updating, rolling := common.ReplicaBeingUpdated(pcs)
-	if !rolling || updating != pcsReplica {
+	if !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
 		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
 	}
-
+	if corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy {
+		// The PodCliqueSet controller replaces the whole replica's pods in one pass.
+		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+	}
 	var deletions []*corev1.Pod
-	selected, busy := inFlight()
+	var candidates []int
 	for j, g := range replicas {
-		if len(g.outdated) > 0 && (!g.available || (busy && j == selected)) {
+		switch {
+		case len(g.outdated) == 0:
+		case !g.available:
 			deletions = append(deletions, g.outdated...)
+		default:
+			candidates = append(candidates, j)
 		}
 	}
-	if !busy {
-		available := 0
-		var candidates []int
-		for j, g := range replicas {
-			if g.available {
-				available++
-				if len(g.outdated) > 0 {
-					candidates = append(candidates, j)
-				}
-			}
+	budget := r.budget(pcs, pcsg, members, replicas)
+	if len(candidates) > 0 && budget > 0 {
+		// Never a healthy group replica before its replacement can be created: pods the
+		// apiserver refuses would leave the gang a replica short for good.
+		if err := r.replacementsCreatable(ctx, pcs, members); err != nil {
+			return errors.Join(r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)), err)
 		}
-		minAvailable := int(ptrOr(pcsg.Spec.MinAvailable, 1))
-		if len(candidates) > 0 && (available-1 >= minAvailable || available == len(replicas)) {
-			// Never a healthy group replica before its replacement can be created: pods the
-			// apiserver refuses would leave the gang a replica short for good.
-			if err := r.replacementsCreatable(ctx, pcs, members); err != nil {
-				return errors.Join(r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)), err)
-			}
-			// Scaled gangs (the highest indices) go before the base gang's replicas.
-			sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
-			j := candidates[0]
-			sel := progress.ReadyReplicaIndicesSelectedToUpdate
-			if sel == nil {
-				sel = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{}
-				progress.ReadyReplicaIndicesSelectedToUpdate = sel
-			}
-			sel.Current = int32(j)
+		// Scaled gangs (the highest indices) go before the base gang's replicas.
+		sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
+		sel := progress.ReadyReplicaIndicesSelectedToUpdate
+		if sel == nil {
+			sel = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{}
+			progress.ReadyReplicaIndicesSelectedToUpdate = sel
+		}
+		for _, j := range candidates[:min(budget, len(candidates))] {
+			sel.Current = int32(j) // the last one picked; the budget, not this field, bounds how many
+
 			deletions = append(deletions, replicas[j].outdated...)
 		}
 	}
 	if err := r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)); err != nil {
 		return err
 	}
+	key := client.ObjectKeyFromObject(pcsg).String()
 	var errs []error
 	for _, p := range deletions {
-		errs = append(errs, common.Delete(ctx, r.Client, p))
+		r.deletions().ExpectDeletion(key, p.UID)
+		if err := common.Delete(ctx, r.Client, p); err != nil {
+			r.deletions().CancelDeletion(key, p.UID)
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// budget is how many more available group replicas may be taken down now: the group's
+// maxUnavailable (of its desired replicas) less the replicas already unavailable and those a
+// scale-in is still removing.
+func (r *Reconciler) budget(pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique, replicas []groupReplica) int {
+	unavailable := 0
+	for _, g := range replicas {
+		if !g.available {
+			unavailable++
+		}
+	}
+	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable - len(removedReplicas(pcsg, members))
+}
+
+// removedReplicas are the replica indices at or above spec.replicas that still have members:
+// what a scale-in is removing.
+func removedReplicas(pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) []int {
+	var out []int
+	for _, m := range members {
+		if j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex); ok && j >= int(pcsg.Spec.Replicas) && !slices.Contains(out, j) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// rollingUpdateOfGroup is the rollingUpdate of the scaling-group config pcsg was built from.
+func rollingUpdateOfGroup(pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup) *corev1alpha1.RollingUpdateConfiguration {
+	replica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
+	for i := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		cfg := &pcs.Spec.Template.PodCliqueScalingGroupConfigs[i]
+		if apicommon.PodCliqueScalingGroupName(pcs.Name, replica, cfg.Name) == pcsg.Name {
+			return cfg.RollingUpdate
+		}
+	}
+	return nil
 }
 
 // countMembers fills in the counts upstream Grove reports: member PodCliques at the hash being
@@ -174,10 +214,16 @@ func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCl
 	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
 		return nil, err
 	}
+	live := make(map[types.UID]bool, len(list.Items))
+	for i := range list.Items {
+		live[list.Items[i].UID] = common.IsActive(&list.Items[i])
+	}
+	// A pod this controller deleted that the cache still lists is gone already.
+	deleting := r.deletions().Pending(client.ObjectKeyFromObject(pcsg).String(), live).Deletions
 	pods := map[string][]*corev1.Pod{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if common.IsActive(p) {
+		if common.IsActive(p) && !deleting[p.UID] {
 			pods[p.Labels[apicommon.LabelPodClique]] = append(pods[p.Labels[apicommon.LabelPodClique]], p)
 		}
 	}

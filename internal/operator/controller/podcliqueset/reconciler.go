@@ -153,8 +153,7 @@ func (s *state) requeueAfter(d time.Duration) {
 
 // updatingReplica reports whether a rolling update is replacing the pods of replica i.
 func (s *state) updatingReplica(i int) bool {
-	updating, ok := common.ReplicaBeingUpdated(s.stored)
-	return ok && updating == i
+	return common.IsReplicaBeingUpdated(s.stored, i)
 }
 
 type topologyState struct {
@@ -179,7 +178,7 @@ func (r *Reconciler) components() []component.Component[*state] {
 		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r},
 		// The PodGangs have a controller of their own (gangwriter.go). Pods need not wait for
 		// their replica's Service: it comes after what gates them.
-		&headlessServices{r}, &partialGangs{r},
+		&headlessServices{r}, &partialGangs{r}, &gangReadiness{r},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,6 +45,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 		return err
 	}
 	status := computeStatus(st, pclqs, pcsgs, syncErr)
+	pods, err := st.children.pods(ctx)
+	if err != nil {
+		return err
+	}
+	setUpdateInProgressCondition(&status, st, pods, time.Now())
+	if err := r.replaceCoherently(ctx, st, &status, pclqs, pods); err != nil {
+		return err
+	}
 	if err := r.setReadiness(ctx, st, &status, pclqs, gangs); err != nil {
 		return err
 	}
@@ -222,7 +231,8 @@ func lastErrors(previous []corev1alpha1.LastError, st *state, syncErr error) []c
 // updated. RollingRecreate updates one replica at a time: the PodClique and scaling-group
 // controllers replace the pods of status.updateProgress.currentlyUpdating only, and the next
 // replica is picked (unavailable ones first: they have nothing to lose) once every pod of it is
-// updated and ready again. OnDelete picks no replica and ends the update at once.
+// updated and ready again. Coherent updates as many replicas at a time as its budget allows
+// (coherentReplicaBudget). OnDelete picks no replica and ends the update at once.
 func updateProgress(st *state, generationHash string, replica func(i int) replicaUpdate,
 	pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup) *corev1alpha1.PodCliqueSetUpdateProgress {
 	previousHash := st.stored.Status.CurrentGenerationHash
@@ -279,35 +289,13 @@ func updateProgress(st *state, generationHash string, replica func(i int) replic
 			}
 		}
 	}
-	var current *corev1alpha1.PodCliqueSetReplicaUpdateProgress
-	if len(progress.CurrentlyUpdating) > 0 {
-		current = &progress.CurrentlyUpdating[0]
-	}
-	if current != nil {
-		i := int(current.ReplicaIndex)
-		if r := replica(i); i >= int(st.pcs.Spec.Replicas) || (r.updated && r.settled) {
-			current = nil
-		}
-	}
-	if st.pcs.Spec.UpdateStrategy.Type != corev1alpha1.RollingRecreateStrategy {
-		current = nil
-	} else if current == nil && len(outdated) > 0 {
-		next := outdated[0]
-		if len(unavailable) > 0 {
-			next = unavailable[0]
-		}
-		current = &corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: int32(next), UpdateStartedAt: now}
-	}
-	progress.CurrentlyUpdating = nil
-	if current != nil {
-		progress.CurrentlyUpdating = []corev1alpha1.PodCliqueSetReplicaUpdateProgress{*current}
-	}
+	progress.CurrentlyUpdating = nextReplicasToUpdate(st.pcs, progress.CurrentlyUpdating, outdated, unavailable, replica, now)
 	// The update ends once every replica is updated and every PodClique and scaling group
 	// reports it: the lists above are frozen when it ends, and a scaling group reports its
 	// members' hash one status write after they do.
 	reported := progress.UpdatedPodCliquesCount == progress.TotalPodCliquesCount &&
 		progress.UpdatedPodCliqueScalingGroupsCount == progress.TotalPodCliqueScalingGroupsCount
-	if current == nil && len(outdated) == 0 && reported {
+	if len(progress.CurrentlyUpdating) == 0 && len(outdated) == 0 && reported {
 		progress.UpdateEndedAt = &now
 	}
 	return progress
@@ -321,4 +309,77 @@ type replicaUpdate struct {
 	available bool
 	// settled: every pod is ready.
 	settled bool
+}
+
+// nextReplicasToUpdate keeps the replicas still being updated (not yet updated and settled) and
+// adds outdated ones, unavailable ones first (they have nothing to lose): one in all under
+// RollingRecreate; under Coherent as many as coherentReplicaBudget leaves after the
+// unavailable replicas not being updated.
+func nextReplicasToUpdate(pcs *corev1alpha1.PodCliqueSet, previous []corev1alpha1.PodCliqueSetReplicaUpdateProgress, outdated, unavailable []int,
+	replica func(i int) replicaUpdate, now metav1.Time) []corev1alpha1.PodCliqueSetReplicaUpdateProgress {
+	strategy := corev1alpha1.StrategyOf(pcs)
+	if !corev1alpha1.IsRollingStrategy(strategy) {
+		return nil
+	}
+	var current []corev1alpha1.PodCliqueSetReplicaUpdateProgress
+	updating := map[int]bool{}
+	for _, c := range previous {
+		i := int(c.ReplicaIndex)
+		if r := replica(i); i < int(pcs.Spec.Replicas) && !(r.updated && r.settled) && !updating[i] {
+			current = append(current, c)
+			updating[i] = true
+		}
+	}
+	add := func(i int) {
+		current = append(current, corev1alpha1.PodCliqueSetReplicaUpdateProgress{ReplicaIndex: int32(i), UpdateStartedAt: now})
+		updating[i] = true
+	}
+	if strategy != corev1alpha1.CoherentStrategy {
+		if next := append(slices.Clone(unavailable), outdated...); len(current) == 0 && len(next) > 0 {
+			add(next[0])
+		}
+		return current
+	}
+	// An unavailable replica is always taken: replacing it costs no availability.
+	for _, i := range unavailable {
+		if !updating[i] {
+			add(i)
+		}
+	}
+	down := 0
+	for i := range int(pcs.Spec.Replicas) {
+		if updating[i] || !replica(i).available {
+			down++
+		}
+	}
+	for _, i := range outdated {
+		if down >= coherentReplicaBudget(pcs) {
+			break
+		}
+		if !updating[i] {
+			add(i)
+			down++
+		}
+	}
+	sort.Slice(current, func(a, b int) bool { return current[a].ReplicaIndex < current[b].ReplicaIndex })
+	return current
+}
+
+// coherentReplicaBudget is how many PodCliqueSet replicas a Coherent update takes down at once:
+// a replica moves as a whole, so each component's maxUnavailable is read against the
+// PodCliqueSet's replicas, and the smallest wins.
+func coherentReplicaBudget(pcs *corev1alpha1.PodCliqueSet) int {
+	budget := int32(0)
+	take := func(ru *corev1alpha1.RollingUpdateConfiguration) {
+		if b := corev1alpha1.ResolveMaxUnavailable(ru, pcs.Spec.Replicas); budget == 0 || b < budget {
+			budget = b
+		}
+	}
+	for _, c := range pcs.Spec.Template.StandaloneCliques() {
+		take(c.RollingUpdate)
+	}
+	for i := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		take(pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].RollingUpdate)
+	}
+	return int(max(budget, 1))
 }

@@ -47,6 +47,9 @@ func SetDefaultsPodCliqueSet(pcs *PodCliqueSet) {
 		if a := c.Spec.ScaleConfig; a != nil && a.MinReplicas == nil {
 			a.MinReplicas = ptr.To(c.Spec.Replicas)
 		}
+		if t.ScalingGroupOf(c.Name) == nil {
+			c.RollingUpdate = defaultRollingUpdate(c.RollingUpdate, spec.UpdateStrategy.Type)
+		}
 		if c.Spec.RoleName == "" {
 			c.Spec.RoleName = c.Name
 		}
@@ -69,6 +72,7 @@ func SetDefaultsPodCliqueSet(pcs *PodCliqueSet) {
 		if a := g.ScaleConfig; a != nil && a.MinReplicas == nil {
 			a.MinReplicas = ptr.To(*g.Replicas)
 		}
+		g.RollingUpdate = defaultRollingUpdate(g.RollingUpdate, spec.UpdateStrategy.Type)
 	}
 }
 

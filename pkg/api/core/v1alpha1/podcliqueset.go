@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // +genclient
@@ -22,6 +23,7 @@ import (
 // +kubebuilder:printcolumn:name="PCSGs-Updated",type=integer,JSONPath=`.status.updateProgress.updatedPodCliqueScalingGroupsCount`,priority=1
 // +kubebuilder:printcolumn:name="PCSGs-Total",type=integer,JSONPath=`.status.updateProgress.totalPodCliqueScalingGroupsCount`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Update",type=string,JSONPath=`.status.conditions[?(@.type=="UpdateInProgress")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PodCliqueSet is the user-facing description of a multi-role inference workload: a set of
@@ -59,12 +61,20 @@ type PodCliqueSetSpec struct {
 }
 
 // UpdateStrategyType names an update strategy.
-// +kubebuilder:validation:Enum=RollingRecreate;OnDelete
+// +kubebuilder:validation:Enum=RollingRecreate;Coherent;OnDelete
 type UpdateStrategyType string
 
 const (
-	// RollingRecreateStrategy replaces replicas progressively, one at a time.
+	// RollingRecreateStrategy replaces replicas progressively, one PodCliqueSet replica at a
+	// time; within it each standalone clique and scaling group replaces at most its
+	// rollingUpdate.maxUnavailable pods (group replicas) at once. The default.
 	RollingRecreateStrategy UpdateStrategyType = "RollingRecreate"
+	// CoherentStrategy moves the roles of a PodCliqueSet replica together: the replica's
+	// outdated pods of every clique are replaced at once, so it never serves with some roles
+	// on the new template and others on the old. Replicas go one after another, as many at a
+	// time as the smallest rollingUpdate.maxUnavailable of its components allows (resolved
+	// against spec.replicas).
+	CoherentStrategy UpdateStrategyType = "Coherent"
 	// OnDeleteStrategy only moves pods to the new template when they are deleted.
 	OnDeleteStrategy UpdateStrategyType = "OnDelete"
 )
@@ -75,6 +85,27 @@ type PodCliqueSetUpdateStrategy struct {
 	// +kubebuilder:default=RollingRecreate
 	// +optional
 	Type UpdateStrategyType `json:"type,omitempty"`
+}
+
+// RollingUpdateConfiguration bounds the disruption and the duration of a rolling update of one
+// component: a standalone clique or a scaling group. It applies to RollingRecreate and
+// Coherent, and must not be set with OnDelete.
+type RollingUpdateConfiguration struct {
+	// MaxUnavailable is how many pods (of a standalone clique) or scaling-group replicas may be
+	// unavailable at once while the component is updated, counted against its desired replicas;
+	// a scale-in during the update draws on the same budget. An integer or a percentage
+	// ("25%", rounded down, at least 1). Upstream Grove takes an integer; both are accepted.
+	// Defaults to 1 (RollingRecreate and Coherent).
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	// ProgressDeadline is how long the component's update may make no progress (no pod or group
+	// replica moving to the new template and becoming ready) before the PodCliqueSet's
+	// UpdateInProgress condition turns Unknown with reason ProgressDeadlineExceeded. Nothing is
+	// rolled back or torn down. Unset: no deadline.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30s, 15m or 4h"
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
 // CliqueStartupType decides the start order of the cliques of a replica.
@@ -152,6 +183,10 @@ type PodCliqueTemplateSpec struct {
 	// ResourceSharing declares ResourceClaims shared at the clique level.
 	// +optional
 	ResourceSharing []ResourceSharingSpec `json:"resourceSharing,omitempty"`
+	// RollingUpdate bounds the update of a standalone clique (its pods). A clique of a scaling
+	// group must not set it: the group's rollingUpdate governs it.
+	// +optional
+	RollingUpdate *RollingUpdateConfiguration `json:"rollingUpdate,omitempty"`
 	// Spec is the desired state of the PodClique.
 	Spec PodCliqueSpec `json:"spec"`
 }
@@ -182,6 +217,9 @@ type PodCliqueScalingGroupConfig struct {
 	// ScaleConfig enables a HorizontalPodAutoscaler for the group.
 	// +optional
 	ScaleConfig *AutoScalingConfig `json:"scaleConfig,omitempty"`
+	// RollingUpdate bounds the update of the group (its replicas, each recreated whole).
+	// +optional
+	RollingUpdate *RollingUpdateConfiguration `json:"rollingUpdate,omitempty"`
 	// ResourceSharing declares ResourceClaims shared at the scaling-group level.
 	// +optional
 	ResourceSharing []PCSGResourceSharingSpec `json:"resourceSharing,omitempty"`

@@ -21,7 +21,7 @@ var (
 	startupTypes = []corev1alpha1.CliqueStartupType{
 		corev1alpha1.CliqueStartupTypeAnyOrder, corev1alpha1.CliqueStartupTypeInOrder, corev1alpha1.CliqueStartupTypeExplicit,
 	}
-	updateStrategies = []corev1alpha1.UpdateStrategyType{corev1alpha1.RollingRecreateStrategy, corev1alpha1.OnDeleteStrategy}
+	updateStrategies = []corev1alpha1.UpdateStrategyType{corev1alpha1.RollingRecreateStrategy, corev1alpha1.CoherentStrategy, corev1alpha1.OnDeleteStrategy}
 	// OnFailure is not offered: a gang member restarting in place is indistinguishable from a
 	// healthy one to the gang accounting.
 	restartPolicies = []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyNever}
@@ -56,6 +56,7 @@ func ValidatePodCliqueSet(pcs *corev1alpha1.PodCliqueSet) (warnings []string, er
 	warnings = append(warnings, w...)
 	errs = append(errs, cliqueErrs...)
 	errs = append(errs, validateScalingGroups(t)...)
+	errs = append(errs, validateRollingUpdates(pcs)...)
 	errs = append(errs, validateGeneratedNameBudget(pcs)...)
 	errs = append(errs, validateResourceSharing(t)...)
 	return warnings, errs

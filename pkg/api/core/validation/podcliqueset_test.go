@@ -98,6 +98,7 @@ func TestValidatePodCliqueSetRejections(t *testing.T) {
 		{"duplicate clique name", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.Cliques[0].Name = "decode"
 			p.Spec.Template.Cliques[0].Spec.RoleName = "other"
+			p.Spec.Template.Cliques[0].RollingUpdate = nil // a member's budget is the group's
 		}, []fieldErr{"Duplicate spec.template.cliques[2].name"}},
 		{"duplicate role name", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.Cliques[1].Spec.RoleName = "router" },
 			[]fieldErr{"Duplicate spec.template.cliques[1].spec.roleName"}},
@@ -185,6 +186,7 @@ func TestValidatePodCliqueSetRejections(t *testing.T) {
 			g := p.Spec.Template.PodCliqueScalingGroupConfigs[0]
 			g.CliqueNames = []string{"router"}
 			p.Spec.Template.PodCliqueScalingGroupConfigs = append(p.Spec.Template.PodCliqueScalingGroupConfigs, g)
+			p.Spec.Template.Cliques[0].RollingUpdate = nil // a member's budget is the group's
 		}, []fieldErr{"Duplicate spec.template.podCliqueScalingGroups[1].name"}},
 		{"scaling group without cliques", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs[0].CliqueNames = nil
@@ -416,6 +418,7 @@ func TestValidatePodCliqueSetUpdate(t *testing.T) {
 		{"add a scaling group", func(p *corev1alpha1.PodCliqueSet) {
 			p.Spec.Template.PodCliqueScalingGroupConfigs = append(p.Spec.Template.PodCliqueScalingGroupConfigs,
 				corev1alpha1.PodCliqueScalingGroupConfig{Name: "routers", CliqueNames: []string{"router"}, Replicas: ptr.To[int32](1), MinAvailable: ptr.To[int32](1)})
+			p.Spec.Template.Cliques[0].RollingUpdate = nil // a member's budget is the group's
 		}, []fieldErr{"Forbidden spec.template.podCliqueScalingGroups[1].name"}},
 		{"remove the scaling group", func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.PodCliqueScalingGroupConfigs = nil },
 			[]fieldErr{"Forbidden spec.template.podCliqueScalingGroups"}},

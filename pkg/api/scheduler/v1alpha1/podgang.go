@@ -149,15 +149,17 @@ const (
 
 // PodGang condition types. PodGang status has one writer per condition type, each applying
 // its own entries with server-side apply under its own field manager: the operator writes the
-// spec, Initialized (and the first phase, Pending) as "grove-operator" and Unhealthy as
-// "grove-operator-partial-gang"; the scheduler writes Scheduled, phase and placementScore as
+// spec, Initialized (and the first phase, Pending) as "grove-operator", Unhealthy as
+// "grove-operator-partial-gang" and Ready, lastScheduled and lastReady as
+// "grove-operator-podgang-readiness"; the scheduler writes Scheduled, phase and placementScore as
 // "grove-scheduler" and DisruptionTarget as "grove-scheduler-preemption".
 const (
 	// PodGangConditionInitialized is True once every pod of the gang exists and is listed (operator).
 	PodGangConditionInitialized = "Initialized"
 	// PodGangConditionScheduled is True once the gang's quorum is bound (scheduler).
 	PodGangConditionScheduled = "Scheduled"
-	// PodGangConditionReady is True once all PodGroups have minReplicas ready pods.
+	// PodGangConditionReady is True once all PodGroups have minReplicas ready pods (operator,
+	// with lastScheduled and lastReady).
 	PodGangConditionReady = "Ready"
 	// PodGangConditionUnhealthy is True while the gang is partly bound (operator): a
 	// backend-independent observation of its pods that the operator acts on.
@@ -181,6 +183,14 @@ type PodGangStatus struct {
 	// PlacementScore rates the network locality of the placement, 1.0 being the best possible.
 	// +optional
 	PlacementScore *float64 `json:"placementScore,omitempty"`
+	// LastScheduled is when every PodGroup last came to have minReplicas pods bound: nil until
+	// the first time, never cleared, moved on when the gang is placed again after losing it.
+	// +optional
+	LastScheduled *metav1.Time `json:"lastScheduled,omitempty"`
+	// LastReady is when the Ready condition last turned True: nil until the first time, never
+	// cleared, moved on when the gang is ready again after losing it.
+	// +optional
+	LastReady *metav1.Time `json:"lastReady,omitempty"`
 }
 
 // Required returns the required key of a constraint, or "".

@@ -1,0 +1,181 @@
+package podcliqueset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+)
+
+// gangReadiness writes upstream Grove's PodGang Ready condition, status.lastScheduled and
+// status.lastReady. The operator owns all three, whatever the scheduler backend (KAI,
+// Koordinator and default-scheduler write no PodGang status): they are read off the gang's
+// pods, as Unhealthy is. lastScheduled is when the current pods reached minReplicas bound in
+// every PodGroup (the minReplicas-th bind of each group, the latest over the groups), lastReady
+// likewise with their Ready transitions; both only move forward, so a gang placed or ready
+// again after losing it advances them and nothing clears them. They survive operator restarts
+// because they come from the pods.
+type gangReadiness struct{ r *Reconciler }
+
+func (*gangReadiness) Name() string { return "podgang-readiness" }
+
+func (*gangReadiness) Delete(context.Context, *state) error { return nil }
+
+func (c *gangReadiness) Sync(ctx context.Context, st *state) error {
+	owned, err := st.children.ownedPodGangs(ctx, st.stored)
+	if err != nil || len(owned) == 0 {
+		return err
+	}
+	pods, err := st.children.pods(ctx)
+	if err != nil {
+		return err
+	}
+	members := map[string][]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if common.IsActive(p) {
+			members[p.Labels[apicommon.LabelPodGang]] = append(members[p.Labels[apicommon.LabelPodGang]], p)
+		}
+	}
+	var errs []error
+	for _, pg := range owned {
+		if common.IsTerminating(pg) {
+			continue
+		}
+		want := observeGangReadiness(pg, members[pg.Name])
+		if want.unchanged(pg) {
+			continue
+		}
+		st.children.wrote(childPodGangs)
+		errs = append(errs, applyGangReadiness(ctx, c.r.Client, pg, want))
+	}
+	return errors.Join(errs...)
+}
+
+// gangReadinessState is what the operator writes of one PodGang.
+type gangReadinessState struct {
+	ready                    metav1.Condition
+	lastScheduled, lastReady *metav1.Time
+}
+
+func (w gangReadinessState) unchanged(pg *schedv1alpha1.PodGang) bool {
+	c := meta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionReady)
+	return c != nil && c.Status == w.ready.Status && c.Reason == w.ready.Reason && c.Message == w.ready.Message &&
+		c.ObservedGeneration == pg.Generation &&
+		equalTime(pg.Status.LastScheduled, w.lastScheduled) && equalTime(pg.Status.LastReady, w.lastReady)
+}
+
+func equalTime(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Time.Truncate(time.Second).Equal(b.Time.Truncate(time.Second))
+}
+
+// observeGangReadiness derives the Ready condition and the two timestamps from the gang's pods.
+func observeGangReadiness(pg *schedv1alpha1.PodGang, pods []*corev1.Pod) gangReadinessState {
+	byGroup := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		byGroup[p.Labels[apicommon.LabelPodClique]] = append(byGroup[p.Labels[apicommon.LabelPodClique]], p)
+	}
+	var scheduledAt, readyAt time.Time
+	scheduled, ready := len(pg.Spec.PodGroups) > 0, len(pg.Spec.PodGroups) > 0
+	var short []string
+	for _, g := range pg.Spec.PodGroups {
+		var bound, readyTimes []time.Time
+		for _, p := range byGroup[g.Name] {
+			if common.IsScheduled(p) {
+				bound = append(bound, boundAt(p))
+			}
+			if common.IsReady(p) {
+				readyTimes = append(readyTimes, readySince(p))
+			}
+		}
+		at, ok := quorumAt(bound, g.MinReplicas)
+		scheduled = scheduled && ok
+		if ok && at.After(scheduledAt) {
+			scheduledAt = at
+		}
+		at, ok = quorumAt(readyTimes, g.MinReplicas)
+		ready = ready && ok
+		if ok && at.After(readyAt) {
+			readyAt = at
+		}
+		if !ok {
+			short = append(short, fmt.Sprintf("%s has %d of %d", g.Name, len(readyTimes), g.MinReplicas))
+		}
+	}
+	w := gangReadinessState{lastScheduled: pg.Status.LastScheduled, lastReady: pg.Status.LastReady}
+	advance := func(stored *metav1.Time, at time.Time) *metav1.Time {
+		if stored == nil || at.After(stored.Time.Add(time.Second)) {
+			t := metav1.NewTime(at.Truncate(time.Second))
+			return &t
+		}
+		return stored
+	}
+	if scheduled {
+		w.lastScheduled = advance(w.lastScheduled, scheduledAt)
+	}
+	w.ready = metav1.Condition{Type: schedv1alpha1.PodGangConditionReady, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonInsufficientReadyPods, Message: "PodGroups below minReplicas ready: " + strings.Join(short, ", ")}
+	if ready {
+		w.lastReady = advance(w.lastReady, readyAt)
+		w.ready = metav1.Condition{Type: schedv1alpha1.PodGangConditionReady, Status: metav1.ConditionTrue,
+			Reason: apicommon.ReasonSufficientReadyPods, Message: "every PodGroup has minReplicas ready pods", LastTransitionTime: *w.lastReady}
+	}
+	return w
+}
+
+// quorumAt is when the n-th earliest of times happened, if there are n.
+func quorumAt(times []time.Time, n int32) (time.Time, bool) {
+	if int32(len(times)) < n {
+		return time.Time{}, false
+	}
+	if n <= 0 {
+		return time.Time{}, true
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	return times[n-1], true
+}
+
+// applyGangReadiness applies the Ready condition and the timestamps under the operator's
+// readiness field manager, leaving every other writer's entries alone.
+func applyGangReadiness(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, w gangReadinessState) error {
+	cond := w.ready
+	if old := meta.FindStatusCondition(pg.Status.Conditions, cond.Type); cond.LastTransitionTime.IsZero() {
+		cond.LastTransitionTime = metav1.Now()
+		if old != nil && old.Status == cond.Status {
+			cond.LastTransitionTime = old.LastTransitionTime
+		}
+	}
+	status := map[string]any{"conditions": []any{map[string]any{
+		"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
+		"observedGeneration": pg.Generation, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
+	}}}
+	if w.lastScheduled != nil {
+		status["lastScheduled"] = w.lastScheduled.UTC().Format(time.RFC3339)
+	}
+	if w.lastReady != nil {
+		status["lastReady"] = w.lastReady.UTC().Format(time.RFC3339)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": schedv1alpha1.SchemeGroupVersion.String(), "kind": "PodGang",
+		"metadata": map[string]any{"name": pg.Name, "namespace": pg.Namespace},
+		"status":   status,
+	}}
+	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(apicommon.PodGangReadinessFieldManager), client.ForceOwnership)
+	return client.IgnoreNotFound(err)
+}

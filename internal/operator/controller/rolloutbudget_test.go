@@ -1,0 +1,181 @@
+package controller_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+func budgetOf(v intstr.IntOrString) *corev1alpha1.RollingUpdateConfiguration {
+	return &corev1alpha1.RollingUpdateConfiguration{MaxUnavailable: &v}
+}
+
+// waitRunning waits until every pod of the PodCliqueSet is ready and the tracker saw it so.
+func (e *env) waitRunning(tr *podTracker, name string, replicas int32, pods int) {
+	e.t.Helper()
+	e.eventually(func(c *assert.CollectT) {
+		got := e.pcs(c, name)
+		assert.Equal(c, replicas, got.Status.AvailableReplicas)
+		assert.Len(c, e.podsOf(c), pods)
+		assert.True(c, tr.atFullStrength(), "every pod ready before the update starts")
+	})
+	tr.reset()
+}
+
+// TestMaxUnavailableBudgets: a router of 4 pods with maxUnavailable 2 and a scaling group of 4
+// replicas with maxUnavailable 50% are updated two at a time, never more: the budgets are
+// both reached (so the update is faster than one at a time) and never exceeded.
+func TestMaxUnavailableBudgets(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "budget", 1)
+	pcs.Spec.Template.Clique("router").Spec.Replicas = 4
+	pcs.Spec.Template.Clique("router").RollingUpdate = budgetOf(intstr.FromInt32(2))
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].RollingUpdate = budgetOf(intstr.FromString("50%"))
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("budget", 1, 4, 4))
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "budget", 1, 16)
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.waitUpdated("budget", 1)
+
+	deletions, shortPods, shortGroupReplicas, _ := tr.snapshot()
+	assert.Len(t, deletions, 16, "each pod deleted once")
+	assert.Equal(t, map[string]int{"budget-0-router": 2}, shortPods, "router: at most maxUnavailable 2 pods down, and the budget used")
+	assert.Equal(t, map[string]int{"budget-0-workers": 2}, shortGroupReplicas, "group: at most 50%% of 4 replicas down, and the budget used")
+}
+
+// TestScaleInDuringRolloutSharesTheBudget: a scale-in of the scaling group from 4 to 2 replicas
+// while its update runs with maxUnavailable 1 completes, and the replicas that stay are never
+// more than one short of ready at a time.
+func TestScaleInDuringRolloutSharesTheBudget(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "shrink", 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("shrink", 1, 2, 1)) // the two replicas that stay
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "shrink", 1, 13)
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.eventually(func(c *assert.CollectT) {
+		assert.NotNil(c, e.pcsg(c, "shrink-0-workers").Status.UpdateProgress)
+	})
+	group := e.pcsg(t, "shrink-0-workers")
+	e.update(group, func() { group.Spec.Replicas = 2 })
+	e.eventually(func(c *assert.CollectT) {
+		assert.Len(c, e.podsOf(c), 7)
+		for _, p := range e.podsOf(c) {
+			assert.Equal(c, "v2", p.Labels["version"])
+			assert.True(c, isReady(&p))
+		}
+	})
+	_, _, shortGroupReplicas, _ := tr.snapshot()
+	assert.LessOrEqual(t, shortGroupReplicas["shrink-0-workers"], 1, "one group replica down at a time, scale-in included")
+}
+
+// TestCoherentNeverMixesVersions: under Coherent a replica's router and workers move together:
+// no replica ever has ready pods of both templates at once, and the two replicas go one after
+// the other (the default budget of 1).
+func TestCoherentNeverMixesVersions(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "coh", 2)
+	pcs.Spec.UpdateStrategy = &corev1alpha1.PodCliqueSetUpdateStrategy{Type: corev1alpha1.CoherentStrategy}
+	relabel(pcs, "v1")
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("coh", 2, 2, 1))
+	events, stop := e.watchAll(&corev1.PodList{})
+	var mu sync.Mutex
+	mixed := map[string]bool{}
+	go func() {
+		ready := map[string]map[string]string{} // replica -> pod -> version of ready pods
+		for ev := range events {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			r := p.Labels[apicommon.LabelPodCliqueSetReplicaIndex]
+			if ready[r] == nil {
+				ready[r] = map[string]string{}
+			}
+			if ev.Type == watch.Deleted || p.DeletionTimestamp != nil || !isReady(p) {
+				delete(ready[r], p.Name)
+			} else {
+				ready[r][p.Name] = p.Labels["version"]
+			}
+			versions := map[string]bool{}
+			for _, v := range ready[r] {
+				versions[v] = true
+			}
+			if len(versions) > 1 {
+				mu.Lock()
+				mixed[r] = true
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(stop)
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "coh", 2, 14)
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.waitUpdated("coh", 2)
+	mu.Lock()
+	assert.Empty(t, mixed, "replicas that served both versions at once")
+	mu.Unlock()
+	_, _, _, shortReplicas := tr.snapshot()
+	assert.Equal(t, 1, shortReplicas, "one replica at a time")
+}
+
+// TestProgressDeadline: an update whose new pods never come up (nothing schedules them) is
+// reported ProgressDeadlineExceeded once the router's progressDeadline passes; nothing else is
+// torn down: the group's pods and the other ready pods stay, and no further pod is deleted.
+func TestProgressDeadline(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "stuck", 1)
+	pcs.Spec.Template.Clique("router").Spec.Replicas = 3
+	pcs.Spec.Template.Clique("router").RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
+		ProgressDeadline: &metav1.Duration{Duration: 3 * time.Second}}
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("stuck", 1, 2, 3))
+	sched := e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "stuck", 1, 9)
+	e.eventually(func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(e.pcs(c, "stuck").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, apicommon.ReasonNoActiveUpdate, cond.Reason)
+		}
+	})
+
+	sched.pause(true)
+	e.update(pcs, func() { pcs.Spec.Template.Clique("router").Labels = map[string]string{"version": "v2"} })
+	e.eventually(func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(e.pcs(c, "stuck").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, metav1.ConditionUnknown, cond.Status)
+			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
+			assert.Contains(c, cond.Message, "clique router")
+		}
+	})
+	deletions, _, _, _ := tr.snapshot()
+	assert.Len(t, deletions, 1, "only the one router pod the budget allowed was replaced")
+	ready := 0
+	for _, p := range e.podsOf(t) {
+		if isReady(&p) {
+			ready++
+		}
+	}
+	assert.Equal(t, 8, ready, "every other pod still serves")
+}
