@@ -229,14 +229,10 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 	if complete {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, apicommon.ReasonPodGangPodsCreated, "every pod of the PodGang has been created"
 	}
-	// The phase starts Pending (upstream Grove's contract); the scheduler moves it on. It is
-	// applied as observed, so this writer never moves it back.
-	phase := pg.Status.Phase
-	if phase == "" {
-		phase = schedv1alpha1.PodGangPhasePending
-	}
+	// The phase is the scheduler's alone: the schema defaults it to Pending (upstream Grove's
+	// contract) with this first status write, and the scheduler moves it on.
 	st.children.wrote(childPodGangs)
-	err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, phase)
+	err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, "")
 	if apierrors.IsConflict(err) {
 		// Another writer (the scheduler's phase) came between; the condition is computed again
 		// from a cache that shows it.
