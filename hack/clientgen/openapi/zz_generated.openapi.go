@@ -68,6 +68,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodsSelectedToUpdate":                       schema_pkg_api_core_v1alpha1_PodsSelectedToUpdate(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceClaimTemplateConfig":                schema_pkg_api_core_v1alpha1_ResourceClaimTemplateConfig(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceSharingSpec":                        schema_pkg_api_core_v1alpha1_ResourceSharingSpec(ref),
+		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration":                 schema_pkg_api_core_v1alpha1_RollingUpdateConfiguration(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerReference":                         schema_pkg_api_core_v1alpha1_SchedulerReference(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerTopologyBinding":                   schema_pkg_api_core_v1alpha1_SchedulerTopologyBinding(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerTopologyBindingStatus":             schema_pkg_api_core_v1alpha1_SchedulerTopologyBindingStatus(ref),
@@ -952,6 +953,12 @@ func schema_pkg_api_core_v1alpha1_PodCliqueScalingGroupConfig(ref common.Referen
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.AutoScalingConfig"),
 						},
 					},
+					"rollingUpdate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RollingUpdate bounds the update of the group (its replicas, each recreated whole).",
+							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration"),
+						},
+					},
 					"resourceSharing": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ResourceSharing declares ResourceClaims shared at the scaling-group level.",
@@ -976,7 +983,7 @@ func schema_pkg_api_core_v1alpha1_PodCliqueScalingGroupConfig(ref common.Referen
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.AutoScalingConfig", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PCSGResourceSharingSpec", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyConstraint"},
+			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.AutoScalingConfig", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PCSGResourceSharingSpec", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyConstraint"},
 	}
 }
 
@@ -2073,6 +2080,12 @@ func schema_pkg_api_core_v1alpha1_PodCliqueTemplateSpec(ref common.ReferenceCall
 							},
 						},
 					},
+					"rollingUpdate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RollingUpdate bounds the update of a standalone clique (its pods). A clique of a scaling group must not set it: the group's rollingUpdate governs it.",
+							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration"),
+						},
+					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Spec is the desired state of the PodClique.",
@@ -2085,7 +2098,7 @@ func schema_pkg_api_core_v1alpha1_PodCliqueTemplateSpec(ref common.ReferenceCall
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueSpec", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceSharingSpec", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyConstraint"},
+			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueSpec", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceSharingSpec", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyConstraint"},
 	}
 }
 
@@ -2284,6 +2297,33 @@ func schema_pkg_api_core_v1alpha1_ResourceSharingSpec(ref common.ReferenceCallba
 				Required: []string{"name", "scope"},
 			},
 		},
+	}
+}
+
+func schema_pkg_api_core_v1alpha1_RollingUpdateConfiguration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RollingUpdateConfiguration bounds the disruption and the duration of a rolling update of one component: a standalone clique or a scaling group. It applies to RollingRecreate and Coherent, and must not be set with OnDelete.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable is how many pods (of a standalone clique) or scaling-group replicas may be unavailable at once while the component is updated, counted against its desired replicas; a scale-in during the update draws on the same budget. An integer or a percentage (\"25%\", rounded down, at least 1). Upstream Grove takes an integer; both are accepted. Defaults to 1 (RollingRecreate and Coherent).",
+							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+						},
+					},
+					"progressDeadline": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ProgressDeadline is how long the component's update may make no progress (no pod or group replica moving to the new template and becoming ready) before the PodCliqueSet's UpdateInProgress condition turns Unknown with reason ProgressDeadlineExceeded. Nothing is rolled back or torn down. Unset: no deadline.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Duration", "k8s.io/apimachinery/pkg/util/intstr.IntOrString"},
 	}
 }
 
@@ -2778,11 +2818,23 @@ func schema_pkg_api_scheduler_v1alpha1_PodGangStatus(ref common.ReferenceCallbac
 							Format:      "double",
 						},
 					},
+					"lastScheduled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastScheduled is when every PodGroup last came to have minReplicas pods bound: nil until the first time, never cleared, moved on when the gang is placed again after losing it.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"lastReady": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastReady is when the Ready condition last turned True: nil until the first time, never cleared, moved on when the gang is ready again after losing it.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"k8s.io/apimachinery/pkg/apis/meta/v1.Condition"},
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

@@ -104,6 +104,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &corev1alpha1.ResourceClaimTemplateConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceSharingSpec"):
 		return &corev1alpha1.ResourceSharingSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateConfiguration"):
+		return &corev1alpha1.RollingUpdateConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SchedulerReference"):
 		return &corev1alpha1.SchedulerReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SchedulerTopologyBinding"):

@@ -318,6 +318,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.PCSGResourceSharingSpec
           elementRelationship: atomic
+    - name: rollingUpdate
+      type:
+        namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RollingUpdateConfiguration
     - name: scaleConfig
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.AutoScalingConfig
@@ -718,6 +721,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ResourceSharingSpec
           elementRelationship: atomic
+    - name: rollingUpdate
+      type:
+        namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RollingUpdateConfiguration
     - name: spec
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.PodCliqueSpec
@@ -799,6 +805,15 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RollingUpdateConfiguration
+  map:
+    fields:
+    - name: maxUnavailable
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
+    - name: progressDeadline
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.SchedulerReference
   map:
     fields:
@@ -965,6 +980,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: lastReady
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: lastScheduled
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: phase
       type:
         scalar: string

@@ -36,6 +36,8 @@ type PodCliqueScalingGroupConfigApplyConfiguration struct {
 	MinAvailable *int32 `json:"minAvailable,omitempty"`
 	// ScaleConfig enables a HorizontalPodAutoscaler for the group.
 	ScaleConfig *AutoScalingConfigApplyConfiguration `json:"scaleConfig,omitempty"`
+	// RollingUpdate bounds the update of the group (its replicas, each recreated whole).
+	RollingUpdate *RollingUpdateConfigurationApplyConfiguration `json:"rollingUpdate,omitempty"`
 	// ResourceSharing declares ResourceClaims shared at the scaling-group level.
 	ResourceSharing []PCSGResourceSharingSpecApplyConfiguration `json:"resourceSharing,omitempty"`
 	// TopologyConstraint packs each replica of the group into one topology domain.
@@ -101,6 +103,14 @@ func (b *PodCliqueScalingGroupConfigApplyConfiguration) WithMinAvailable(value i
 // If called multiple times, the ScaleConfig field is set to the value of the last call.
 func (b *PodCliqueScalingGroupConfigApplyConfiguration) WithScaleConfig(value *AutoScalingConfigApplyConfiguration) *PodCliqueScalingGroupConfigApplyConfiguration {
 	b.ScaleConfig = value
+	return b
+}
+
+// WithRollingUpdate sets the RollingUpdate field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RollingUpdate field is set to the value of the last call.
+func (b *PodCliqueScalingGroupConfigApplyConfiguration) WithRollingUpdate(value *RollingUpdateConfigurationApplyConfiguration) *PodCliqueScalingGroupConfigApplyConfiguration {
+	b.RollingUpdate = value
 	return b
 }
 

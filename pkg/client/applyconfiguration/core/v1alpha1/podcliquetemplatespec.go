@@ -34,6 +34,9 @@ type PodCliqueTemplateSpecApplyConfiguration struct {
 	TopologyConstraint *TopologyConstraintApplyConfiguration `json:"topologyConstraint,omitempty"`
 	// ResourceSharing declares ResourceClaims shared at the clique level.
 	ResourceSharing []ResourceSharingSpecApplyConfiguration `json:"resourceSharing,omitempty"`
+	// RollingUpdate bounds the update of a standalone clique (its pods). A clique of a scaling
+	// group must not set it: the group's rollingUpdate governs it.
+	RollingUpdate *RollingUpdateConfigurationApplyConfiguration `json:"rollingUpdate,omitempty"`
 	// Spec is the desired state of the PodClique.
 	Spec *PodCliqueSpecApplyConfiguration `json:"spec,omitempty"`
 }
@@ -98,6 +101,14 @@ func (b *PodCliqueTemplateSpecApplyConfiguration) WithResourceSharing(values ...
 		}
 		b.ResourceSharing = append(b.ResourceSharing, *values[i])
 	}
+	return b
+}
+
+// WithRollingUpdate sets the RollingUpdate field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RollingUpdate field is set to the value of the last call.
+func (b *PodCliqueTemplateSpecApplyConfiguration) WithRollingUpdate(value *RollingUpdateConfigurationApplyConfiguration) *PodCliqueTemplateSpecApplyConfiguration {
+	b.RollingUpdate = value
 	return b
 }
 

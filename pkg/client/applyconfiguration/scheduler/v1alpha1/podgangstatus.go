@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	schedulerv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -35,6 +36,12 @@ type PodGangStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// PlacementScore rates the network locality of the placement, 1.0 being the best possible.
 	PlacementScore *float64 `json:"placementScore,omitempty"`
+	// LastScheduled is when every PodGroup last came to have minReplicas pods bound: nil until
+	// the first time, never cleared, moved on when the gang is placed again after losing it.
+	LastScheduled *metav1.Time `json:"lastScheduled,omitempty"`
+	// LastReady is when the Ready condition last turned True: nil until the first time, never
+	// cleared, moved on when the gang is ready again after losing it.
+	LastReady *metav1.Time `json:"lastReady,omitempty"`
 }
 
 // PodGangStatusApplyConfiguration constructs a declarative configuration of the PodGangStatus type for use with
@@ -69,5 +76,21 @@ func (b *PodGangStatusApplyConfiguration) WithConditions(values ...*v1.Condition
 // If called multiple times, the PlacementScore field is set to the value of the last call.
 func (b *PodGangStatusApplyConfiguration) WithPlacementScore(value float64) *PodGangStatusApplyConfiguration {
 	b.PlacementScore = &value
+	return b
+}
+
+// WithLastScheduled sets the LastScheduled field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastScheduled field is set to the value of the last call.
+func (b *PodGangStatusApplyConfiguration) WithLastScheduled(value metav1.Time) *PodGangStatusApplyConfiguration {
+	b.LastScheduled = &value
+	return b
+}
+
+// WithLastReady sets the LastReady field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastReady field is set to the value of the last call.
+func (b *PodGangStatusApplyConfiguration) WithLastReady(value metav1.Time) *PodGangStatusApplyConfiguration {
+	b.LastReady = &value
 	return b
 }
