@@ -111,13 +111,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	syncErr := r.syncPods(ctx, req.String(), pclq, pods)
+	var res reconcile.Result
+	if errors.Is(syncErr, errCoherentWait) {
+		// Pod deletions of the replica's other PodCliques send this one no event.
+		syncErr, res.RequeueAfter = nil, coherentWaitRetry
+	}
 	claimsErr := r.syncClaims(ctx, req.String(), pclq, pods)
 	// Pods the apiserver refuses are reported (PodCreateFailed), not waited for silently: the
 	// spec has been acted on, so observedGeneration advances all the same.
 	outcome, reported := outcomeOf(syncErr)
 	statusErr := r.updateStatus(ctx, pclq, pods, reported && claimsErr == nil, outcome, reported)
 	grovemetrics.ObserveReconcileError("podclique", errors.Join(syncErr, claimsErr, statusErr))
-	return reconcile.Result{}, errors.Join(syncErr, claimsErr, statusErr)
+	return res, errors.Join(syncErr, claimsErr, statusErr)
 }
 
 // listPods lists the PodClique's pods from the cache.
@@ -199,6 +204,12 @@ func (r *Reconciler) createPods(ctx context.Context, key string, pclq *corev1alp
 		msg := fmt.Sprintf("scheduler %q is not an enabled scheduler profile; no pods are created", pclq.Spec.PodSpec.SchedulerName)
 		r.Recorder.Eventf(pclq, nil, corev1.EventTypeWarning, "SchedulerNotEnabled", "CreatePods", msg)
 		return reconcile.TerminalError(errors.New(msg))
+	}
+	if wait, err := r.coherentReplicaServesOldPods(ctx, pcs, pclq); err != nil || wait {
+		if wait {
+			return errCoherentWait
+		}
+		return err
 	}
 	// Only active pods hold their index: a replacement takes the index (and so the hostname)
 	// of the pod it replaces while that one is still terminating, as upstream does. Dynamo

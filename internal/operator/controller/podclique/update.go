@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,4 +127,42 @@ func (r *Reconciler) replacementCreatable(ctx context.Context, pclq *corev1alpha
 		return err
 	}
 	return nil
+}
+
+// errCoherentWait: pod creation waits for the replica's old pods to go (Coherent).
+var errCoherentWait = errors.New("the replica still has pods of the old template")
+
+// coherentWaitRetry is how soon a PodClique waiting on its replica's old pods looks again.
+const coherentWaitRetry = 200 * time.Millisecond
+
+// coherentReplicaServesOldPods tells whether the PodClique's replica is under a Coherent update
+// and still has an active pod of an outdated template in any of its PodCliques. No pod of the
+// new version is created until then: the PodCliqueSet controller deletes the old pods of every
+// role in one pass, but the deletions are separate requests, and a replacement created (and
+// ready) between them would serve next to old pods of another role.
+func (r *Reconciler) coherentReplicaServesOldPods(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pclq *corev1alpha1.PodClique) (bool, error) {
+	replica, ok := common.IntLabel(pclq, apicommon.LabelPodCliqueSetReplicaIndex)
+	if !ok || corev1alpha1.StrategyOf(pcs) != corev1alpha1.CoherentStrategy || !common.IsReplicaBeingUpdated(pcs, replica) {
+		return false, nil
+	}
+	selector := client.MatchingLabels{apicommon.LabelPartOfKey: pcs.Name, apicommon.LabelPodCliqueSetReplicaIndex: strconv.Itoa(replica)}
+	pclqs := &corev1alpha1.PodCliqueList{}
+	if err := r.Client.List(ctx, pclqs, client.InNamespace(pclq.Namespace), selector); err != nil {
+		return false, err
+	}
+	want := map[string]string{}
+	for i := range pclqs.Items {
+		want[pclqs.Items[i].Name] = pclqs.Items[i].Labels[apicommon.LabelPodTemplateHash]
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(pclq.Namespace), selector); err != nil {
+		return false, err
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if h, known := want[p.Labels[apicommon.LabelPodClique]]; known && common.IsActive(p) && p.Labels[apicommon.LabelPodTemplateHash] != h {
+			return true, nil
+		}
+	}
+	return false, nil
 }
