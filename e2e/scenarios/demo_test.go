@@ -69,11 +69,12 @@ func TestDemoUpAndDown(t *testing.T) {
 	// The PodCliqueSet's Ready condition rolled its two gangs up.
 	assert.Contains(t, out, "✓ PodCliqueSet "+demo.Workload+" Ready: all 2 PodGangs are scheduled and all 1 replicas are available")
 	// kubectl grove why explains the pending gang: every pod exists and is ungated, none is
-	// bound, the scheduler's reason is quoted, and the next action is about the rack it must fit.
+	// bound, the scheduler's cause (no domain of the required level fits) and message are
+	// quoted, and the next action is about the rack it must fit.
 	for _, want := range []string{
 		"PodGang " + demo.Namespace + "/" + pending[1] + " is not scheduled (phase Pending)",
 		"1. pods: " + pending[2] + " exist, 0 bound to nodes, 0 still gated",
-		"grove-scheduler: Unschedulable — " + pending[3],
+		"grove-scheduler: NoDomainFits — " + pending[3],
 		"next: free capacity inside one domain of the required level",
 	} {
 		assert.Contains(t, out, want, "kubectl grove why")
