@@ -17,6 +17,7 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	groveclient "github.com/ai-dynamo/grove/pkg/client"
 	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 	"github.com/ai-dynamo/grove/plugins/internal/ledger"
@@ -238,7 +239,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	if current.equal(d) || wrote && lastStatus.equal(d) && time.Since(last.At) < informerLag {
 		return nil
 	}
-	status := schedulerac.PodGangStatus().WithPhase(d.phase).WithConditions(gangcache.Condition(*d.condition))
+	status := schedulerac.PodGangStatus().WithPhase(d.phase).WithConditions(groveclient.Condition(*d.condition))
 	if d.placementScore != nil {
 		status.WithPlacementScore(*d.placementScore)
 	}
@@ -289,7 +290,7 @@ func (w *statusWriter) clearDisruption(ctx context.Context, pg *v1alpha1.PodGang
 		Reason: common.ReasonRescheduledAfterPreemption, Message: "the gang was placed again after it was preempted",
 		ObservedGeneration: pg.Generation, LastTransitionTime: metav1.Now()}
 	return w.gangs.ApplyStatus(ctx, schedulerac.PodGang(pg.Name, pg.Namespace).
-		WithStatus(schedulerac.PodGangStatus().WithConditions(gangcache.Condition(cond))), common.PreemptionFieldManager)
+		WithStatus(schedulerac.PodGangStatus().WithConditions(groveclient.Condition(cond))), common.PreemptionFieldManager)
 }
 
 // unschedulableReason is the Scheduled condition's reason for a gang the ledger found

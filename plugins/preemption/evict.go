@@ -19,8 +19,8 @@ import (
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	groveclient "github.com/ai-dynamo/grove/pkg/client"
 	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
-	"github.com/ai-dynamo/grove/plugins/internal/gangcache"
 )
 
 // podAPI is what eviction asks of the framework and the API server (an interface so that what
@@ -201,7 +201,7 @@ func (p *Plugin) markGang(ctx context.Context, key string, related runtime.Objec
 	cond := metav1.Condition{Type: v1alpha1.PodGangConditionDisruptionTarget, Status: metav1.ConditionTrue, Reason: common.ReasonPreempted,
 		Message: note, ObservedGeneration: g.PodGang.Generation, LastTransitionTime: metav1.Now()}
 	err := p.gangs.ApplyStatus(ctx, schedulerac.PodGang(name, namespace).
-		WithStatus(schedulerac.PodGangStatus().WithConditions(gangcache.Condition(cond))), common.PreemptionFieldManager)
+		WithStatus(schedulerac.PodGangStatus().WithConditions(groveclient.Condition(cond))), common.PreemptionFieldManager)
 	if err != nil && !apierrors.IsNotFound(err) {
 		klog.FromContext(ctx).Error(err, "Could not mark a preempted PodGang", "podGang", key)
 	}

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -170,10 +169,4 @@ func NewPodGangClient(cfg *rest.Config) (versioned.Interface, error) {
 func (s *Shared) ApplyStatus(ctx context.Context, status *schedulerac.PodGangApplyConfiguration, fieldManager string) error {
 	_, err := s.Client.PodGangs(*status.Namespace).ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	return err
-}
-
-// Condition is the apply configuration of c, every field of it set.
-func Condition(c metav1.Condition) *metav1ac.ConditionApplyConfiguration {
-	return metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).WithObservedGeneration(c.ObservedGeneration).
-		WithLastTransitionTime(c.LastTransitionTime).WithReason(c.Reason).WithMessage(c.Message)
 }

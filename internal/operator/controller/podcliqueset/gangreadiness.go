@@ -11,11 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	groveclient "github.com/ai-dynamo/grove/pkg/client"
+	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 )
@@ -161,21 +162,15 @@ func applyGangReadiness(ctx context.Context, c client.Client, pg *schedv1alpha1.
 			cond.LastTransitionTime = old.LastTransitionTime
 		}
 	}
-	status := map[string]any{"conditions": []any{map[string]any{
-		"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
-		"observedGeneration": pg.Generation, "lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
-	}}}
+	cond.ObservedGeneration = pg.Generation
+	status := schedulerac.PodGangStatus().WithConditions(groveclient.Condition(cond))
 	if w.lastScheduled != nil {
-		status["lastScheduled"] = w.lastScheduled.UTC().Format(time.RFC3339)
+		status.WithLastScheduled(*w.lastScheduled)
 	}
 	if w.lastReady != nil {
-		status["lastReady"] = w.lastReady.UTC().Format(time.RFC3339)
+		status.WithLastReady(*w.lastReady)
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": schedv1alpha1.SchemeGroupVersion.String(), "kind": "PodGang",
-		"metadata": map[string]any{"name": pg.Name, "namespace": pg.Namespace},
-		"status":   status,
-	}}
-	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(apicommon.PodGangReadinessFieldManager), client.ForceOwnership)
+	err := c.Status().Apply(ctx, schedulerac.PodGang(pg.Name, pg.Namespace).WithStatus(status),
+		client.FieldOwner(apicommon.PodGangReadinessFieldManager), client.ForceOwnership)
 	return client.IgnoreNotFound(err)
 }

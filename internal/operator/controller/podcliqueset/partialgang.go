@@ -216,5 +216,5 @@ func (c *partialGangs) syncGang(ctx context.Context, st *state, pg *schedv1alpha
 // the scheduler's conditions and the operator's Initialized are other managers' entries.
 func (c *partialGangs) setCondition(ctx context.Context, st *state, pg *schedv1alpha1.PodGang, cond metav1.Condition) error {
 	st.children.wrote(childPodGangs)
-	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.PartialGangFieldManager, cond, "")
+	return applyPodGangCondition(ctx, c.r.Client, pg, apicommon.PartialGangFieldManager, cond)
 }

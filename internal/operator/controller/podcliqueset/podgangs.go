@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,13 +14,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	groveclient "github.com/ai-dynamo/grove/pkg/client"
+	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
@@ -232,7 +232,7 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 	// The phase is the scheduler's alone: the schema defaults it to Pending (upstream Grove's
 	// contract) with this first status write, and the scheduler moves it on.
 	st.children.wrote(childPodGangs)
-	err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond, "")
+	err := applyPodGangCondition(ctx, c.r.gangClient(), pg, apicommon.OperatorFieldManager, cond)
 	if apierrors.IsConflict(err) {
 		// Another writer (the scheduler's phase) came between; the condition is computed again
 		// from a cache that shows it.
@@ -242,12 +242,12 @@ func (c *podGangs) updateInitialized(ctx context.Context, st *state, pg *schedv1
 	return err
 }
 
-// applyPodGangCondition applies one condition of a PodGang's status (and, when phase is set,
-// the phase) under the field manager that owns it. PodGang status has several writers, one per
-// condition type (pkg/api/scheduler/v1alpha1): server-side apply on the conditions' type-keyed
-// list lets each own its entries without reading or rewriting the others'. The resourceVersion
-// makes the write conditional on what the condition was computed from.
-func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition, phase schedv1alpha1.PodGangPhase) error {
+// applyPodGangCondition applies one condition of a PodGang's status under the field manager
+// that owns it. PodGang status has several writers, one per condition type
+// (pkg/api/scheduler/v1alpha1): server-side apply on the conditions' type-keyed list lets each
+// own its entries without reading or rewriting the others'. The resourceVersion makes the
+// write conditional on what the condition was computed from.
+func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alpha1.PodGang, manager string, cond metav1.Condition) error {
 	conds := slices.Clone(pg.Status.Conditions)
 	if cond.LastTransitionTime.IsZero() {
 		common.SetCondition(&conds, cond, pg.Generation)
@@ -258,19 +258,9 @@ func applyPodGangCondition(ctx context.Context, c client.Client, pg *schedv1alph
 		conds = append(conds, cond)
 	}
 	applied := meta.FindStatusCondition(conds, cond.Type)
-	status := map[string]any{"conditions": []any{map[string]any{
-		"type": applied.Type, "status": string(applied.Status), "reason": applied.Reason, "message": applied.Message,
-		"observedGeneration": applied.ObservedGeneration, "lastTransitionTime": applied.LastTransitionTime.UTC().Format(time.RFC3339),
-	}}}
-	if phase != "" {
-		status["phase"] = string(phase)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": schedv1alpha1.SchemeGroupVersion.String(), "kind": "PodGang",
-		"metadata": map[string]any{"name": pg.Name, "namespace": pg.Namespace, "resourceVersion": pg.ResourceVersion},
-		"status":   status,
-	}}
-	return client.IgnoreNotFound(c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership))
+	status := schedulerac.PodGang(pg.Name, pg.Namespace).WithResourceVersion(pg.ResourceVersion).
+		WithStatus(schedulerac.PodGangStatus().WithConditions(groveclient.Condition(*applied)))
+	return client.IgnoreNotFound(c.Status().Apply(ctx, status, client.FieldOwner(manager), client.ForceOwnership))
 }
 
 func (c *podGangs) Delete(ctx context.Context, st *state) error {
