@@ -32,6 +32,9 @@ func (p *Plugin) claimChanged(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (f
 	if err != nil {
 		return fwk.Queue, err
 	}
+	if gangcache.ClaimRoomChanged(oldClaim, newClaim) {
+		p.roomChanged()
+	}
 	key, _, member := gangcache.GangKey(pod)
 	if !member || len(pod.Spec.ResourceClaims) == 0 {
 		return fwk.QueueSkip, nil
@@ -83,10 +86,11 @@ func (p *Plugin) isSchedulableAfterSliceChange(logger klog.Logger, pod *v1.Pod, 
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if oldSlice != nil && newSlice != nil && equality.Semantic.DeepEqual(oldSlice.Spec, newSlice.Spec) {
+	if !gangcache.SliceRoomChanged(oldSlice, newSlice) {
 		logger.V(5).Info("ResourceSlice spec unchanged", "pod", klog.KObj(pod), "slice", klog.KObj(newSlice))
 		return fwk.QueueSkip, nil
 	}
+	p.roomChanged()
 	return p.needsDevices(pod), nil
 }
 
@@ -97,9 +101,10 @@ func (p *Plugin) isSchedulableAfterClassChange(_ klog.Logger, pod *v1.Pod, oldOb
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if oldClass != nil && newClass != nil && equality.Semantic.DeepEqual(oldClass.Spec, newClass.Spec) {
+	if !gangcache.ClassRoomChanged(oldClass, newClass) {
 		return fwk.QueueSkip, nil
 	}
+	p.roomChanged()
 	return p.needsDevices(pod), nil
 }
 
@@ -112,6 +117,9 @@ func (p *Plugin) isSchedulableAfterNodeChange(_ klog.Logger, pod *v1.Pod, oldObj
 	}
 	if oldNode != nil && newNode != nil && equality.Semantic.DeepEqual(oldNode.Labels, newNode.Labels) {
 		return fwk.QueueSkip, nil
+	}
+	if newNode != nil && gangcache.NodeRoomChanged(oldNode, newNode) {
+		p.roomChanged()
 	}
 	return p.needsDevices(pod), nil
 }
@@ -140,4 +148,14 @@ func (p *Plugin) needsDevices(pod *v1.Pod) fwk.QueueingHint {
 		}
 	}
 	return fwk.QueueSkip
+}
+
+// roomChanged bumps the gang cache's room version from a hint: the gang cache's own informer
+// handler sees the same event, but possibly after the hint requeued a member, which would then
+// be tried against lessons (ruled-out domains) the event made stale and learn them again at the
+// old version. Hints run under the scheduling queue's lock before any requeued pod is popped.
+func (p *Plugin) roomChanged() {
+	if p.gangs != nil {
+		p.gangs.RoomChanged()
+	}
 }

@@ -184,3 +184,38 @@ func TestHintsRejectWrongObjects(t *testing.T) {
 		assert.Error(t, err)
 	}
 }
+
+// A hint that requeues members for new devices expires what attempts learned before it
+// (ruled-out domains) first: a requeued member tried before the gang cache's own handler sees
+// the event would otherwise learn the stale lesson again and wait for good (issue 39's DRA
+// flake: a node joined, its devices were published a moment later, and the gang never looked
+// at the node's rack again).
+func TestDeviceOfferHintsChangeTheRoomFirst(t *testing.T) {
+	slice := gpuSlice("n1", 2)
+	relabelled := slice.DeepCopy()
+	relabelled.Labels = map[string]string{"x": "y"}
+	cases := []struct {
+		name     string
+		hint     func(p *Plugin) fwk.QueueingHintFn
+		old, new any
+		want     bool
+	}{
+		{"slice added", sliceHint, nil, slice, true},
+		{"slice metadata only", sliceHint, slice, relabelled, false},
+		{"class added", classHint, nil, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: gpuClass}}, true},
+		{"node added", nodeHint, nil, node("n1", rackKey, "r1"), true},
+		{"claim deallocated", func(p *Plugin) fwk.QueueingHintFn { return p.claimChanged }, allocated(gpuClaim("other", 1)), gpuClaim("other", 1), true},
+		{"claim allocated", func(p *Plugin) fwk.QueueingHintFn { return p.claimChanged }, gpuClaim("other", 1), allocated(gpuClaim("other", 1)), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestPlugin(t)
+			pod := e.addGang(t, "g", 1, "", 1, claims("c0"))[0]
+			e.dra.addClaim(gpuClaim("c0", 1))
+			before := e.p.gangs.RoomVersion()
+			_, err := tc.hint(e.p)(klog.Background(), pod, tc.old, tc.new)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, e.p.gangs.RoomVersion() > before)
+		})
+	}
+}

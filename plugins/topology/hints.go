@@ -39,6 +39,8 @@ func (p *Plugin) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, o
 		logger.V(5).Info("deleted pod held no node", "pod", klog.KObj(pod))
 		return fwk.QueueSkip, nil
 	}
+	// Before the member is requeued (gangcache.Cache.RoomChanged).
+	p.gangs.RoomChanged()
 	return p.unlessScouted(pod), nil
 }
 
@@ -49,6 +51,10 @@ func (p *Plugin) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, o
 	oldNode, newNode, err := util.As[*v1.Node](oldObj, newObj)
 	if err != nil {
 		return fwk.Queue, err
+	}
+	if newNode != nil && gangcache.NodeRoomChanged(oldNode, newNode) {
+		// Before the member is requeued (gangcache.Cache.RoomChanged).
+		p.gangs.RoomChanged()
 	}
 	key, _, ok := gangcache.GangKey(pod)
 	if !ok {

@@ -139,6 +139,16 @@ func (ps *Profiles) For(ctx context.Context, h fwk.Handle) (*Shared, error) {
 	}); err != nil {
 		return nil, err
 	}
+	resources := h.SharedInformerFactory().Resource().V1()
+	if _, err := resources.ResourceSlices().Informer().AddEventHandler(roomHandler(c, SliceRoomChanged)); err != nil {
+		return nil, err
+	}
+	if _, err := resources.DeviceClasses().Informer().AddEventHandler(roomHandler(c, ClassRoomChanged)); err != nil {
+		return nil, err
+	}
+	if _, err := resources.ResourceClaims().Informer().AddEventHandler(roomHandler(c, ClaimRoomChanged)); err != nil {
+		return nil, err
+	}
 	s := &Shared{Cache: c, Client: client.SchedulerV1alpha1(), synced: podGangs.HasSynced}
 	ps.byHandle[h] = s
 	go podGangs.RunWithContext(ctx)
@@ -169,4 +179,26 @@ func NewPodGangClient(cfg *rest.Config) (versioned.Interface, error) {
 func (s *Shared) ApplyStatus(ctx context.Context, status *schedulerac.PodGangApplyConfiguration, fieldManager string) error {
 	_, err := s.Client.PodGangs(*status.Namespace).ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 	return err
+}
+
+// roomHandler bumps the room version on the events of T that changed reports as room changes
+// (old is nil on add, new is nil on delete).
+func roomHandler[T any](c *Cache, changed func(oldObj, newObj *T) bool) cache.ResourceEventHandler {
+	as := func(obj any) *T {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		t, _ := obj.(*T)
+		return t
+	}
+	bump := func(oldObj, newObj *T) {
+		if changed(oldObj, newObj) {
+			c.RoomChanged()
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { bump(nil, as(obj)) },
+		UpdateFunc: func(oldObj, newObj any) { bump(as(oldObj), as(newObj)) },
+		DeleteFunc: func(obj any) { bump(as(obj), nil) },
+	}
 }

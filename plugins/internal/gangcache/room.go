@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -15,7 +16,10 @@ import (
 // Room changes. What the scheduler learned by failing — that a gang's domain is rejected by a
 // filter, that a gang ahead of others does not fit after all — holds until the cluster changes
 // in a way that can add room: a node added or opened (labels, taints, allocatable,
-// unschedulable), or a pod holding a node deleted. The room version counts those changes;
+// unschedulable), a pod holding a node deleted, or devices offered (a ResourceSlice or
+// DeviceClass added or changed, a claim's allocation released). The room version counts those
+// changes, bumped by the gang cache's informers and, so that no requeued member can be tried
+// before the bump, by the queueing hints that requeue members for such an event;
 // lessons are recorded with the version they were learned at and expire when it moves. Without
 // this, gangs that could not be placed woke each other up in a loop (issue 39: hundreds of
 // attempts a second per stuck pod).
@@ -35,6 +39,24 @@ func NodeRoomChanged(oldNode, newNode *v1.Node) bool {
 	}
 	return oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable || !maps.Equal(oldNode.Labels, newNode.Labels) ||
 		!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) || nodes.AllocatableGrew(oldNode, newNode)
+}
+
+// SliceRoomChanged reports whether a ResourceSlice event may offer devices: a new slice, or one
+// whose spec (devices, node, pool) changed.
+func SliceRoomChanged(oldSlice, newSlice *resourcev1.ResourceSlice) bool {
+	return newSlice != nil && (oldSlice == nil || !equality.Semantic.DeepEqual(oldSlice.Spec, newSlice.Spec))
+}
+
+// ClassRoomChanged reports whether a DeviceClass event may match more devices: a new class, or
+// one whose spec (selectors, config) changed.
+func ClassRoomChanged(oldClass, newClass *resourcev1.DeviceClass) bool {
+	return newClass != nil && (oldClass == nil || !equality.Semantic.DeepEqual(oldClass.Spec, newClass.Spec))
+}
+
+// ClaimRoomChanged reports whether a ResourceClaim event freed devices: an allocated claim
+// deallocated or deleted.
+func ClaimRoomChanged(oldClaim, newClaim *resourcev1.ResourceClaim) bool {
+	return oldClaim != nil && oldClaim.Status.Allocation != nil && (newClaim == nil || newClaim.Status.Allocation == nil)
 }
 
 // RuledOut is a domain a filter plugin rejected for a gang's members although counted

@@ -5,8 +5,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
@@ -61,4 +63,36 @@ func TestLessonsExpireWhenTheRoomChanges(t *testing.T) {
 	assert.Empty(t, c.RuledOutDomains("ns/g", "uid"))
 	assert.False(t, c.RefusedSinceRoomChanged("ns/g"))
 	assert.True(t, c.RuleOut("ns/g", "uid", d), "news again after the room changed")
+}
+
+// Which device events count as room changes: the ones that can offer devices or free them.
+func TestDeviceRoomChanged(t *testing.T) {
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: resourcev1.ResourceSliceSpec{Driver: "d", NodeName: ptr.To("n1")}}
+	moreDevices := slice.DeepCopy()
+	moreDevices.Spec.Devices = []resourcev1.Device{{Name: "gpu-0"}}
+	relabelled := slice.DeepCopy()
+	relabelled.Labels = map[string]string{"a": "b"}
+	assert.True(t, SliceRoomChanged(nil, slice), "slice added")
+	assert.True(t, SliceRoomChanged(slice, moreDevices), "devices changed")
+	assert.False(t, SliceRoomChanged(slice, relabelled), "metadata only")
+	assert.False(t, SliceRoomChanged(slice, nil), "slice deleted")
+
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	widened := class.DeepCopy()
+	widened.Spec.Selectors = []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "true"}}}
+	annotated := class.DeepCopy()
+	annotated.Annotations = map[string]string{"a": "b"}
+	assert.True(t, ClassRoomChanged(nil, class), "class added")
+	assert.True(t, ClassRoomChanged(class, widened), "selectors changed")
+	assert.False(t, ClassRoomChanged(class, annotated), "metadata only")
+	assert.False(t, ClassRoomChanged(class, nil), "class deleted")
+
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+	allocated := claim.DeepCopy()
+	allocated.Status.Allocation = &resourcev1.AllocationResult{}
+	assert.False(t, ClaimRoomChanged(nil, claim), "claim created")
+	assert.False(t, ClaimRoomChanged(claim, allocated), "claim allocated")
+	assert.True(t, ClaimRoomChanged(allocated, claim), "claim deallocated")
+	assert.True(t, ClaimRoomChanged(allocated, nil), "allocated claim deleted")
+	assert.False(t, ClaimRoomChanged(claim, nil), "unallocated claim deleted")
 }
