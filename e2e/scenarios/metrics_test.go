@@ -188,6 +188,7 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	prom.eventually(`sum(grove_scheduler_gangs_placed_total{pack_key="none"})`, atLeast(2), "fits and ordered placed")
 	prom.eventually(`sum(grove_scheduler_quorum_bound_duration_seconds_count)`, atLeast(2), "quorum time observed")
 	prom.eventually(`sum(grove_scheduler_permit_waits_total)`, atLeast(1), "the first pod of fits waited at Permit")
+	prom.eventually(`sum(grove_scheduler_member_plans_total{outcome="handed_out"})`, atLeast(1), "the second pod of fits went to the node its gang's plan named")
 
 	// Every dashboard panel has data, and names only metrics the programs export.
 	root, err := cluster.ModuleRoot()

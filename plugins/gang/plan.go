@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
@@ -16,6 +19,7 @@ import (
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
 	"github.com/ai-dynamo/grove/plugins/internal/memberplan"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 )
 
 // planRunner is the part of the framework a member plan uses: the cycle's snapshot, the
@@ -42,8 +46,10 @@ func (p *Plugin) plannedNode(key string, epoch uint64, pod *v1.Pod) string {
 	}
 	ni, err := p.runner.SnapshotSharedLister().NodeInfos().Get(node)
 	if err != nil || capacity.NodeFree(ni).FitCount(capacity.PodShape(pod)) < 1 {
+		schedmetrics.MemberPlan(schedmetrics.PlanStale)
 		return ""
 	}
+	schedmetrics.MemberPlan(schedmetrics.PlanHandedOut)
 	return node
 }
 
@@ -73,12 +79,13 @@ func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		// Signatures are off for the profile: nothing tells which members are alike.
 		return
 	}
+	sameIndex := p.podIndexUnselected()
 	var members []*v1.Pod
 	for _, m := range p.gangs.Pending(key) {
 		if m.UID == pod.UID || m.Labels[common.LabelPodClique] != group || m.Status.NominatedNodeName != "" {
 			continue
 		}
-		if bytes.Equal(p.runner.SignPod(ctx, m), sig) {
+		if bytes.Equal(p.runner.SignPod(ctx, asIndexOf(m, pod, sameIndex)), sig) {
 			members = append(members, m)
 		}
 	}
@@ -117,6 +124,74 @@ func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	planned := memberplan.Assign(uids, capacity.PodShape(pod), cands, sim)
 	p.plans.Add(key, epoch, group, planned)
 	klog.FromContext(ctx).V(4).Info("Planned a gang's members", "podGang", key, "podGroup", group, "members", len(members), "planned", len(planned))
+}
+
+// asIndexOf returns m as signed for comparison with pod: with pod's pod-index label when
+// sameIndex. The index is the one label that differs between the pods of a PodClique, and the
+// signature of InterPodAffinity includes every label (an existing pod's affinity terms could
+// select on any), so without this no two pods the operator created would ever be alike.
+func asIndexOf(m, pod *v1.Pod, sameIndex bool) *v1.Pod {
+	index, ok := pod.Labels[common.LabelPodCliquePodIndex]
+	if !sameIndex || !ok || m.Labels[common.LabelPodCliquePodIndex] == index {
+		return m
+	}
+	c := *m
+	c.Labels = maps.Clone(m.Labels)
+	c.Labels[common.LabelPodCliquePodIndex] = index
+	return &c
+}
+
+// podIndexUnselected reports whether no pod with affinity terms in the snapshot selects on the
+// pod-index label: then the index makes no difference to any filter or score.
+func (p *Plugin) podIndexUnselected() bool {
+	withAffinity, err := p.runner.SnapshotSharedLister().NodeInfos().HavePodsWithAffinityList()
+	if err != nil {
+		return false
+	}
+	for _, ni := range withAffinity {
+		for _, pi := range ni.GetPodsWithAffinity() {
+			if affinitySelects(pi.GetPod().Spec.Affinity, common.LabelPodCliquePodIndex) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// affinitySelects reports whether any pod (anti-)affinity term of a selects on label key.
+func affinitySelects(a *v1.Affinity, key string) bool {
+	if a == nil {
+		return false
+	}
+	var terms []v1.PodAffinityTerm
+	if pa := a.PodAffinity; pa != nil {
+		terms = append(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		terms = append(terms, pa.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	for _, t := range terms {
+		if selectorUses(t.LabelSelector, key) || slices.Contains(t.MatchLabelKeys, key) || slices.Contains(t.MismatchLabelKeys, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func selectorUses(s *metav1.LabelSelector, key string) bool {
+	if s == nil {
+		return false
+	}
+	if _, ok := s.MatchLabels[key]; ok {
+		return true
+	}
+	return slices.ContainsFunc(s.MatchExpressions, func(r metav1.LabelSelectorRequirement) bool { return r.Key == key })
 }
 
 // candidates are the nodes a member of the gang's PodGroup may be planned on: those of the
@@ -213,6 +288,7 @@ func (s *filterSim) Place(member, node int) { s.copyOf(node, s.members[member]) 
 // it, not the gang about the cluster. It is tried again at once over its gang's domain, and
 // its attempt goes on.
 func (p *Plugin) planMissed(pod *v1.Pod, node string) *fwk.Status {
+	schedmetrics.MemberPlan(schedmetrics.PlanRefused)
 	p.activate([]*v1.Pod{pod})
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 		"the node planned for pod %s, %s, no longer fits it; it is tried again on every node of its gang's domain", pod.Name, node))

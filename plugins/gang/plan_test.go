@@ -10,11 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-base/metrics/legacyregistry"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 
 	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
+	schedmetrics "github.com/ai-dynamo/grove/plugins/internal/metrics"
 )
 
 // planFramework stands for the profile's filters as a member plan runs them: resource fit on
@@ -78,6 +80,8 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 		return all
 	}
 	pods := record(p, flowGang(p, "p", 4, 4)...)
+	schedmetrics.Register()
+	plans := memberPlans(t)
 	permit := func(s fwk.CycleState, pod *v1.Pod, node string) fwk.Code {
 		st, _ := p.Permit(ctx, s, pod, node)
 		if st.Code() == fwk.Wait {
@@ -109,6 +113,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 			assert.Nil(t, p.Filter(ctx, s1, pods[1], ni))
 		}
 	}
+	assert.Equal(t, map[string]float64{schedmetrics.PlanHandedOut: 1}, plans.since(t))
 	f.filtered = nil
 	require.Nil(t, p.Reserve(ctx, s1, assumed(pods[1], "a"), "a"))
 	assert.Empty(t, f.filtered, "a planned member plans nothing")
@@ -123,6 +128,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 	res, st = p.PreFilter(ctx, s2, pods[2], infos())
 	require.True(t, st.IsSuccess(), "%v", st)
 	assert.Nil(t, res, "a planned node without room is not handed out")
+	assert.Equal(t, map[string]float64{schedmetrics.PlanHandedOut: 1, schedmetrics.PlanStale: 1}, plans.since(t))
 	require.Nil(t, p.Reserve(ctx, s2, assumed(pods[2], "a"), "a"))
 	require.Equal(t, fwk.Wait, permit(s2, pods[2], "a"))
 
@@ -138,6 +144,7 @@ func TestGangSchedulingFlowWithPlan(t *testing.T) {
 	_, st = p.PostFilter(ctx, s3, pods[3], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code(), "the other PostFilter plugins (preemption) are not asked")
 	assert.Equal(t, []string{"ns/p-3"}, a.pods, "tried again at once")
+	assert.Equal(t, map[string]float64{schedmetrics.PlanHandedOut: 2, schedmetrics.PlanStale: 1, schedmetrics.PlanRefused: 1}, plans.since(t))
 	assert.Empty(t, p.ledger.Reason("ns/p"), "the attempt goes on")
 	for _, w := range h.waiting {
 		assert.Empty(t, w.rejected, "nobody waiting at the barrier is rejected")
@@ -175,3 +182,65 @@ func TestNoPlanWithoutSignatures(t *testing.T) {
 type noSignatures struct{ planFramework }
 
 func (*noSignatures) SignPod(context.Context, *v1.Pod) fwk.PodSignature { return nil }
+
+// planCounts reads grove_scheduler_member_plans_total from the registry, to compare with a
+// reading taken earlier (other tests of the package count too).
+type planCounts map[string]float64
+
+func memberPlans(t *testing.T) planCounts {
+	t.Helper()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	require.NoError(t, err)
+	out := planCounts{}
+	for _, f := range families {
+		if f.GetName() != "grove_scheduler_member_plans_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// since returns the outcomes that grew since c was read, by how much.
+func (c planCounts) since(t *testing.T) map[string]float64 {
+	grown := map[string]float64{}
+	for o, v := range memberPlans(t) {
+		if d := v - c[o]; d != 0 {
+			grown[o] = d
+		}
+	}
+	return grown
+}
+
+// Which affinity terms make the pod index matter: any (anti-)affinity term, required or
+// preferred, whose selector or label-key lists name the label.
+func TestAffinitySelects(t *testing.T) {
+	key := common.LabelPodCliquePodIndex
+	term := func(s *metav1.LabelSelector, matchKeys ...string) v1.PodAffinityTerm {
+		return v1.PodAffinityTerm{TopologyKey: v1.LabelHostname, LabelSelector: s, MatchLabelKeys: matchKeys}
+	}
+	byLabel := &metav1.LabelSelector{MatchLabels: map[string]string{key: "0"}}
+	byExpression := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpExists}}}
+	other := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	cases := []struct {
+		name string
+		a    *v1.Affinity
+		want bool
+	}{
+		{"none", nil, false},
+		{"node affinity only", &v1.Affinity{NodeAffinity: &v1.NodeAffinity{}}, false},
+		{"anti-affinity on another label", &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(other)}}}, false},
+		{"required anti-affinity by label", &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(byLabel)}}}, true},
+		{"preferred affinity by expression", &v1.Affinity{PodAffinity: &v1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []v1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term(byExpression)}}}}, true},
+		{"matchLabelKeys", &v1.Affinity{PodAffinity: &v1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{term(other, key)}}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, affinitySelects(tc.a, key)) })
+	}
+}

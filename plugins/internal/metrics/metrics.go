@@ -47,6 +47,9 @@ var (
 	preemptions = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name: "grove_scheduler_preemptions_total", Help: "Preemption attempts of GangPreemption, by preemptor (gang, pod) and outcome: evicting (whole victims chosen), not_needed (the room is there or being freed), not_enough (evicting every lower-priority workload would not make it fit), refused (not eligible, or the freed node would still not take it).",
 		StabilityLevel: metrics.ALPHA}, []string{"preemptor", "outcome"})
+	memberPlans = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name: "grove_scheduler_member_plans_total", Help: "Gang members a plan named a node for, by outcome: handed_out (the member was narrowed to its planned node), stale (the node lost its room before the member's turn), refused (the filters refused the planned node; the member went over its domain again).",
+		StabilityLevel: metrics.ALPHA}, []string{"outcome"})
 	reservationsActive = metrics.NewGauge(&metrics.GaugeOpts{
 		Name: "grove_scheduler_reservations_active", Help: "Node reservations held for a starving PodGang (0 or 1).",
 		StabilityLevel: metrics.ALPHA})
@@ -58,7 +61,7 @@ var register sync.Once
 // plugins).
 func Register() {
 	register.Do(func() {
-		legacyregistry.MustRegister(gangsWaiting, quorumBound, gangsPlaced, placementScore, permitWaits, attemptsAbandoned, preemptions, reservationsActive)
+		legacyregistry.MustRegister(gangsWaiting, quorumBound, gangsPlaced, placementScore, permitWaits, attemptsAbandoned, preemptions, memberPlans, reservationsActive)
 		// Every series a dashboard panel sums exists from the start, at 0.
 		for _, c := range []string{ledger.CausePermitTimeout, ledger.CauseMemberLost, ledger.CauseNoNode} {
 			attemptsAbandoned.WithLabelValues(c)
@@ -67,6 +70,9 @@ func Register() {
 			for _, o := range []string{PreemptionEvicting, PreemptionNotNeeded, PreemptionNotEnough, PreemptionRefused} {
 				preemptions.WithLabelValues(who, o)
 			}
+		}
+		for _, o := range []string{PlanHandedOut, PlanStale, PlanRefused} {
+			memberPlans.WithLabelValues(o)
 		}
 		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding} {
 			gangsWaiting.WithLabelValues(r).Set(0)
@@ -136,6 +142,17 @@ const (
 
 // Preemption counts one preemption attempt's outcome.
 func Preemption(preemptor, outcome string) { preemptions.WithLabelValues(preemptor, outcome).Inc() }
+
+// Labels of grove_scheduler_member_plans_total.
+const (
+	PlanHandedOut = "handed_out"
+	PlanStale     = "stale"
+	PlanRefused   = "refused"
+)
+
+// MemberPlan counts what became of one member's planned node. Many stale or refused plans
+// mean planning costs Filter calls without saving them.
+func MemberPlan(outcome string) { memberPlans.WithLabelValues(outcome).Inc() }
 
 // SetReservation reports whether a reservation is held.
 func SetReservation(held bool) {
