@@ -163,22 +163,23 @@ func gangOf(name string, n int32, cpu string, constraint *v1alpha1.TopologyConst
 	return gang{name: name, constraint: constraint, groups: []group{{name: "w", min: n, replicas: n, cpu: cpu, pod: pod}}}
 }
 
-// (a) A rack-bound gang that loses a member gets it back on the free node of its own rack,
-// although another rack has more room; its survivors stay where they are.
+// (a) A rack-bound gang that loses a member gets it back on the free node of its own rack; rack
+// r0 has a free node too, and for one pod alone it is as tight a fit and sorts first. The
+// survivors stay where they are.
 func TestReplacementStaysInTheRackOfItsGang(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	r1 := e.addNodes(rack("a0", "2", "r1"), rack("a1", "2", "r1"), rack("a2", "2", "r1"),
 		rack("a3", "2", "r1"), rack("a4", "2", "r1"), rack("a5", "2", "r1"))
-	e.addNodes(rack("b0", "2", "r2"), rack("b1", "2", "r2"), rack("b2", "2", "r2"),
-		rack("b3", "2", "r2"), rack("b4", "2", "r2"), rack("b5", "2", "r2"), rack("b6", "2", "r2"))
+	r0 := e.addNodes(rack("z0", "2", "r0"), rack("z1", "2", "r0"))
+	e.occupy("other-r0", r0[0], "2")
 	g := gangOf("g", 4, "2", required(rackKey), nil)
 	e.createGang(g)
 	onlyOn(t, e.waitBound("g", 4), e.nodesWithLabel(rackKey, "r1"), "g")
 	// Of r1's two free nodes, one is taken by a pod of another scheduler: the replacement has
-	// exactly one node to go to in its rack, r2 has seven.
+	// exactly one node to go to in its rack.
 	free := e.freeNodes(r1, "g")
 	require.Len(t, free, 2)
-	e.occupy("other", free[0], "2")
+	e.occupy("other-r1", free[0], "2")
 
 	before := e.podNodes("g")
 	lost := firstNode(before)
