@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,4 +78,29 @@ func TestReplacedPodGangStaysInTheZoneOfItsReplica(t *testing.T) {
 	require.True(t, st.IsSuccess(), "status: %v", st)
 	require.NotNil(t, res)
 	assert.Equal(t, sets.New("z1-r2-a", "z1-r2-b", "z1-r2-c"), res.NodeNames, "the rack of zone z1 that holds the PodGang")
+}
+
+// With a preferred rack only, the survivors' rack is the replacement's preferred domain: the
+// filter runs only on its nodes while it has room, so the gang keeps its placement score.
+func TestReplacementPrefersTheRackOfItsSurvivors(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	pods := addGang(p, "g", gangSpec(3, "", rackKey), 3, "1")
+	survivors, replacement := pods[1:], pods[0]
+	// r0's one free node is as tight a fit for one pod as r1's, and sorts first.
+	nodes := []fwk.NodeInfo{nodeInfo(testNode("r0-a", "1", rackKey, "r0"))}
+	for i, s := range survivors {
+		n := testNode(fmt.Sprintf("r1-%d", i), "1", rackKey, "r1")
+		s.Spec.NodeName = n.Name
+		p.gangs.UpsertPod(s)
+		nodes = append(nodes, nodeInfo(n, s))
+	}
+	nodes = append(nodes, nodeInfo(testNode("r1-free", "1", rackKey, "r1")))
+	state := framework.NewCycleState()
+	res, st := p.PreFilter(t.Context(), state, replacement, nodes)
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	require.NotNil(t, res)
+	assert.Equal(t, sets.New("r1-0", "r1-1", "r1-free"), res.NodeNames)
+	in, _ := p.Score(t.Context(), state, replacement, nodes[3])
+	out, _ := p.Score(t.Context(), state, replacement, nodes[0])
+	assert.Greater(t, in, out, "a node of r1 scores above one of r0")
 }
