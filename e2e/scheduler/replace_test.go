@@ -387,3 +387,33 @@ func TestReplacementDoesNotWaitForABoundQuorum(t *testing.T) {
 	// Well below the Permit timeout: nothing waited at the barrier for it.
 	assert.Less(t, time.Since(start), 20*time.Second)
 }
+
+// A replacement waiting for room in its rack holds back only what could take that room: the
+// elastic pods of another gang of the same priority are placed in another rack meanwhile (the
+// room there is of no use to the replacement), and keep off the replacement's rack.
+func TestWaitingReplacementDoesNotHoldBackElasticPodsElsewhere(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	r1 := e.addNodes(rack("a0", "1", "r1"), rack("a1", "1", "r1"), rack("a2", "1", "r1"), rack("a3", "1", "r1"), rack("a4", "1", "r1"))
+	g := gangOf("g", 4, "1", required(rackKey), nil)
+	e.createGang(g)
+	onlyOn(t, e.waitBound("g", 4), e.nodesWithLabel(rackKey, "r1"), "g")
+	e.createGang(gangOf("peer", 1, "1", nil, nil))
+	e.waitBound("peer", 1)
+	require.Empty(t, e.freeNodes(r1, "g", "peer"))
+	e.addNodes(rack("b0", "1", "r2"), rack("b1", "1", "r2"), rack("b2", "1", "r2"))
+
+	before := e.podNodes("g")
+	lost := firstNode(before)
+	e.loseMembers(g, lost)
+	e.waitScheduledCondition("g", metav1.ConditionFalse, `within rack "r1"`)
+
+	// One pod of quorum and two elastic ones, free to go anywhere: r2 holds all three.
+	e.createGang(gang{name: "loose", groups: []group{{name: "w", min: 1, replicas: 3, cpu: "1"}}})
+	onlyOn(t, e.waitBound("loose", 3), e.nodesWithLabel(rackKey, "r2"), "loose")
+	assert.Equal(t, 1, e.placement("g").pending, "the replacement still waits for r1")
+
+	// Room in r1 is the replacement's, not loose's (none of whose pods waits any more).
+	e.addNodes(rack("a5", "1", "r1"))
+	p := e.waitBound("g", 4)
+	assert.Equal(t, 1, p.nodes[e.nodeName("a5")])
+}
