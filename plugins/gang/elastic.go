@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -31,16 +32,117 @@ import (
 
 // elasticWaits returns why the elastic member pod of gang key may not be placed now ("" when
 // it may): a waiting quorum ahead of its elastic tier (the same or a higher priority) that
-// could use the room.
-func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) string {
+// could use the room. A waiting quorum whose members already placed pin it to a domain (a
+// replacement for a member lost with its node) can only use the room inside that domain: the
+// elastic member is then not held back but kept off that domain's nodes (keepOff, node → the
+// waiting gang), so that one failed node does not stall elastic pods cluster-wide.
+func (p *Plugin) elasticWaits(pod *v1.Pod, key string, nodeInfos []fwk.NodeInfo) (why string, keepOff map[string]string) {
 	for _, w := range p.gangs.WaitingAhead(p.entry(key, order.Elastic, pod), nil) {
 		if !p.quorumWaits(w, nodeInfos) {
 			continue
 		}
+		if pinned := p.pinnedNodes(w, nodeInfos); pinned != nil {
+			if keepOff == nil {
+				keepOff = map[string]string{}
+			}
+			for n := range pinned {
+				if _, ok := keepOff[n]; !ok {
+					keepOff[n] = w.Key
+				}
+			}
+			continue
+		}
 		return fmt.Sprintf("pod %s is beyond its PodGroup's minReplicas; it waits while PodGang %s, of the same or a higher priority, waits for its quorum: %s",
-			pod.Name, w.Key, w.Gang.Quorum.Progress())
+			pod.Name, w.Key, w.Gang.Quorum.Progress()), nil
 	}
-	return ""
+	return "", keepOff
+}
+
+// pinnedNodes returns the nodes the waiting quorum w can use when its members already placed
+// (or the other PodGangs of its group) pin every PodGroup it still needs to a required domain,
+// the innermost pinned one; nil when some PodGroup it needs could go elsewhere.
+func (p *Plugin) pinnedNodes(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) sets.Set[string] {
+	tree := placement.NewTree(&w.Gang.PodGang.Spec)
+	if !tree.Constrained() {
+		return nil
+	}
+	held := p.gangs.HeldNodes(w.Key)
+	shared, sharedBy := p.gangs.SharedNodes(w.Key)
+	if len(held) == 0 && len(shared) == 0 {
+		return nil
+	}
+	remaining := w.Gang.Quorum.Remaining()
+	demands, classes := p.gangs.Demands(w.Key, w.Pod, w.Gang.Quorum.Names(), remaining)
+	demand := make(map[string]capacity.Demand, len(demands))
+	for _, d := range demands {
+		demand[d.Group] = d
+	}
+	// The domains as if every node were empty: pinned sets keep their pinned value whatever
+	// room they have now.
+	nodes := make([]placement.Node, 0, len(nodeInfos))
+	for _, ni := range nodeInfos {
+		allowed := classes.Allowed(ni.Node())
+		if allowed == 0 {
+			continue
+		}
+		nodes = append(nodes, placement.Node{Name: ni.Node().Name, Labels: ni.Node().Labels, Free: capacity.NodeAllocatable(ni), Excluded: ^allowed})
+	}
+	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy})
+	if unfit != nil {
+		return nil
+	}
+	out := sets.New[string]()
+	for _, group := range w.Gang.Quorum.Names() {
+		if remaining[group] == 0 {
+			continue
+		}
+		// The required sets of the group's chain, outermost first, as plan.Required lists
+		// their choices; the innermost one a placed member pins bounds where it can go.
+		var within []placement.Choice
+		choices := plan.Required(group)
+		i := 0
+		for _, set := range tree.Chain(group) {
+			if set.Required == "" {
+				continue
+			}
+			if i < len(choices) && pinnedSet(set, held, shared) {
+				within = choices[:i+1]
+			}
+			i++
+		}
+		if within == nil {
+			return nil
+		}
+		for _, n := range nodes {
+			if inDomains(n.Labels, within) {
+				out.Insert(n.Name)
+			}
+		}
+	}
+	return out
+}
+
+// pinnedSet reports whether placed members pin set's required domain: a member of one of its
+// PodGroups holds a node, or, for the shared set, a member of another PodGang of the group.
+func pinnedSet(set *placement.Set, held map[string][]string, shared []string) bool {
+	if set.ID == placement.SharedSetID && len(shared) > 0 {
+		return true
+	}
+	for _, g := range set.Groups {
+		if len(held[g]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func inDomains(labels map[string]string, within []placement.Choice) bool {
+	for _, c := range within {
+		if labels[c.Key] != c.Value {
+			return false
+		}
+	}
+	return true
 }
 
 // entry is where gang key's claim of tier stands in the order of claims on room (pod, a member,

@@ -123,6 +123,9 @@ type cycleState struct {
 	extra bool
 	// planned is the node the gang's plan named for this member; Filter runs only there.
 	planned string
+	// keepOff are nodes an elastic member keeps off: the domain a waiting quorum ahead of it
+	// is pinned to (node → that gang).
+	keepOff map[string]string
 }
 
 func (s *cycleState) Clone() fwk.StateData { return s }
@@ -260,9 +263,17 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	case ledger.BackOff, ledger.Defer:
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Message)
 	case ledger.Extra:
-		if why := p.elasticWaits(pod, key, nodeInfos); why != "" {
+		why, keepOff := p.elasticWaits(pod, key, nodeInfos)
+		if why != "" {
 			p.gangs.AddElastic(key)
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+		}
+		if keepOff != nil {
+			// Retried, as waiting elastic members are, when the quorum it keeps off from is
+			// placed: no cluster event tells that its nodes are no longer kept.
+			p.gangs.AddElastic(key)
+			state.Write(stateKey, &cycleState{key: key, group: group, epoch: v.Epoch, extra: true, keepOff: keepOff})
+			return nil, nil
 		}
 	case ledger.Proceed:
 		if v.FirstOfAttempt {

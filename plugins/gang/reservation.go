@@ -159,8 +159,9 @@ func (p *Plugin) release(key string) {
 }
 
 // Filter keeps members of other gangs off the nodes reserved for a starving gang, unless they
-// outrank it, and a planned member on its planned node (the scheduler may offer it a node its
-// batching hinted at first).
+// outrank it, a planned member on its planned node (the scheduler may offer it a node its
+// batching hinted at first), and an elastic member off the domain a waiting quorum ahead of it
+// is pinned to (elasticWaits).
 func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s := readState(state)
 	if s == nil {
@@ -168,6 +169,9 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, pod *v1.Pod, no
 	}
 	if s.planned != "" && nodeInfo.Node().Name != s.planned {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the gang's plan puts the pod on node %s", s.planned))
+	}
+	if gang, ok := s.keepOff[nodeInfo.Node().Name]; ok {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is kept for PodGang %s, which waits for its quorum in the domain its placed members pin", gang))
 	}
 	r := p.gangs.Reservation()
 	if r == nil {

@@ -166,6 +166,16 @@ func TestSelect(t *testing.T) {
 			want: []string{"r1-gang"}, domain: "r1",
 		},
 		{
+			name: "a replacement: its gang's survivors pin the rack, are never victims, and the cheaper gang elsewhere stays",
+			problem: Problem{
+				Nodes: []placement.Node{node("s0", "r1", 0), node("s1", "r1", 0), node("s2", "r1", 0), node("n0", "r1", 0),
+					node("n2", "r2", 0), node("n3", "r2", 0)},
+				Demand: pods(1), Tree: rackGang(4), DomainKey: "rack", Held: map[string][]string{"w": {"s0", "s1", "s2"}},
+				Units: []Unit{unit("r1-gang", 3, on("n0", 1000)), unit("r2-gang", 1, on("n2", 1000), on("n3", 1000))},
+			},
+			want: []string{"r1-gang"}, domain: "r1",
+		},
+		{
 			name: "one pod: the node whose victims are cheapest",
 			problem: Problem{Nodes: full("n0", "n1"), Demand: pods(1), PerNode: true, Units: []Unit{
 				unit("gang", 3, on("n0", 500), on("n1", 500)),
