@@ -146,6 +146,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	if st.topology != nil && st.topology.found {
 		annotations[apicommon.AnnotationTopologyName] = st.topology.name
 	}
+	reuseReservation(st.pcs, &g.spec, annotations, pg)
 
 	// The cache shows every earlier write of this writer and its fast path for the
 	// PodCliqueSet (the consistency check before the pass). The gang creator and a writer pass
