@@ -304,6 +304,8 @@ func nextForScheduler(c *metav1.Condition) string {
 		return "free capacity inside one domain of the required level, lower minAvailable so the quorum fits, or relax the PodCliqueSet's topologyConstraint to a wider level"
 	case common.ReasonFilterRejected:
 		return "the room is there but a filter refuses it (node affinity, taints, pod anti-affinity, host ports, volumes): check the pods' constraints against the nodes of the domain, e.g. kubectl describe pod"
+	case common.ReasonReservationReuseRequired:
+		return "the update's replacing pods wait for room in the domain the gang had before (updateStrategy.reuseReservation: Required): free room there, or set reuseReservation to Preferred to let them move"
 	case common.ReasonAttemptFailed:
 		return "the gang got nodes but lost them before all were bound (Permit timeout, a member rejected or failing to bind); it backs off and tries again — look at its pods' events"
 	default:

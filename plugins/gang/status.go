@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -125,6 +126,8 @@ type desiredStatus struct {
 	phase          v1alpha1.PodGangPhase
 	condition      *metav1.Condition
 	placementScore *float64
+	// placement is where the quorum is bound; nil when it is not.
+	placement *v1alpha1.PodGangPlacement
 }
 
 func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
@@ -149,6 +152,9 @@ func (w *statusWriter) desired(g gangcache.Gang) desiredStatus {
 			d.phase = v1alpha1.PodGangPhaseRunning
 		}
 		d.placementScore = w.placementScore(g)
+		if w.gangs != nil {
+			d.placement = lastPlacement(w.gangs.BoundNodes(gangcache.KeyOf(pg)))
+		}
 	case g.Quorum.Held():
 		// The barrier has released the quorum and its bindings are in flight: the next thing
 		// worth a write is "bound" (or, if a binding fails, the attempt's failure reason).
@@ -233,7 +239,7 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 		}
 	}
 	existing := apimeta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGangConditionScheduled)
-	current := desiredStatus{phase: pg.Status.Phase, condition: existing, placementScore: pg.Status.PlacementScore}
+	current := desiredStatus{phase: pg.Status.Phase, condition: existing, placementScore: pg.Status.PlacementScore, placement: pg.Status.LastPlacement}
 	last, wrote := w.gangs.Written(key)
 	lastStatus, _ := last.Status.(desiredStatus)
 	if current.equal(d) || wrote && lastStatus.equal(d) && time.Since(last.At) < informerLag {
@@ -242,6 +248,14 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 	status := schedulerac.PodGangStatus().WithPhase(d.phase).WithConditions(groveclient.Condition(*d.condition))
 	if d.placementScore != nil {
 		status.WithPlacementScore(*d.placementScore)
+	}
+	// Every apply carries the last placement, the previous one while the quorum is not bound:
+	// an apply without it would drop it, and it is most needed once the pods are gone.
+	if p := d.placement; p != nil || pg.Status.LastPlacement != nil {
+		if p == nil {
+			p = pg.Status.LastPlacement
+		}
+		status.WithLastPlacement(schedulerac.PodGangPlacement().WithNodes(p.Nodes...))
 	}
 	err := w.gangs.ApplyStatus(ctx, schedulerac.PodGang(pg.Name, pg.Namespace).WithStatus(status), common.SchedulerFieldManager)
 	if apierrors.IsNotFound(err) {
@@ -261,6 +275,11 @@ func (w *statusWriter) sync(ctx context.Context, key string) error {
 func (d desiredStatus) equal(o desiredStatus) bool {
 	if d.condition == nil || o.condition == nil {
 		return d.condition == nil && o.condition == nil
+	}
+	// The placement alone is worth a write only when it was never recorded: it is written with
+	// every change of the condition, and members bound beyond the quorum would cost a write each.
+	if (d.placement == nil) != (o.placement == nil) && d.condition.Status == metav1.ConditionTrue {
+		return false
 	}
 	return d.phase == o.phase && sameScore(d.placementScore, o.placementScore) &&
 		d.condition.Status == o.condition.Status && d.condition.Reason == o.condition.Reason &&
@@ -308,6 +327,20 @@ func unschedulableReason(cause string) string {
 		return common.ReasonDevicesUnavailable
 	case ledger.WaitBinding:
 		return common.ReasonAttemptFailed
+	case ledger.WaitReuseRequired:
+		return common.ReasonReservationReuseRequired
 	}
 	return common.ReasonUnschedulable
+}
+
+// lastPlacement is the sorted set of nodes of the bound members; nil without any.
+func lastPlacement(bound map[string][]string) *v1alpha1.PodGangPlacement {
+	names := sets.New[string]()
+	for _, nodeNames := range bound {
+		names.Insert(nodeNames...)
+	}
+	if names.Len() == 0 {
+		return nil
+	}
+	return &v1alpha1.PodGangPlacement{Nodes: sets.List(names)}
 }

@@ -91,6 +91,8 @@ type cycleState struct {
 	shape     capacity.Resources
 	// narrowed: Filter runs only on the preferred domain's nodes.
 	narrowed bool
+	// earlier are the nodes of the placement the gang reuses (spec.reuseReservationRef).
+	earlier sets.Set[string]
 }
 
 func (s *cycleState) Clone() fwk.StateData { return s }
@@ -130,7 +132,8 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		state.Write(gangcache.NoDomainKey, &gangcache.NoDomain{Reason: unfit.Error(), Cause: unfit.Cause()})
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, unfit.Error())
 	}
-	s := &cycleState{key: key, uid: g.PodGang.UID, required: plan.Required(group), shape: capacity.PodShape(pod)}
+	s := &cycleState{key: key, uid: g.PodGang.UID, required: plan.Required(group), shape: capacity.PodShape(pod),
+		earlier: reuseNodes(p.reuseFor(g))}
 	if c, ok := plan.Preferred(group); ok {
 		s.preferred = &c
 	}
@@ -158,11 +161,12 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	if gp.PodGang == g.PodGang && gp.Plan != nil && g.Quorum.Assumed() > 0 {
 		return gp.Plan, gp.Tree, nil
 	}
+	reuse := p.reuseFor(g)
 	var tree *placement.Tree
 	if gp.PodGang == g.PodGang && gp.Tree != nil {
 		tree = gp.Tree
 	} else {
-		tree = placement.NewTree(&g.PodGang.Spec)
+		tree = treeFor(g, reuse)
 	}
 	if !tree.Constrained() {
 		// Remember the tree so that unconstrained gangs cost one record lookup per member.
@@ -219,7 +223,7 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		ruledOut[r.Choice] = r.By
 	}
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
-		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut})
+		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
 }
@@ -338,7 +342,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 
 // PreScore skips scoring for members without a preferred domain.
 func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	if s := readState(state); s == nil || s.preferred == nil {
+	if s := readState(state); s == nil || s.preferred == nil && s.earlier == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil
@@ -348,15 +352,20 @@ func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, _ *v1.Pod, _ 
 // tightest that holds it), then packs: fuller nodes score higher.
 func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s := readState(state)
-	if s == nil || s.preferred == nil {
+	if s == nil || s.preferred == nil && s.earlier == nil {
 		return 0, nil
 	}
 	weight := int64(p.args.PreferredDomainWeight)
 	var inDomain int64
-	if nodeInfo.Node().Labels[s.preferred.Key] == s.preferred.Value {
+	if s.preferred != nil && nodeInfo.Node().Labels[s.preferred.Key] == s.preferred.Value {
 		inDomain = fwk.MaxScore
 	}
-	return (weight*inDomain + (fwk.MaxScore-weight)*packScore(nodeInfo, s.shape)) / fwk.MaxScore, nil
+	pack := packScore(nodeInfo, s.shape)
+	if s.earlier.Has(nodeInfo.Node().Name) {
+		// A node of the placement the gang reuses beats any other of its domain.
+		pack = fwk.MaxScore
+	}
+	return (weight*inDomain + (fwk.MaxScore-weight)*pack) / fwk.MaxScore, nil
 }
 
 // packScore is how full the node would be with the pod, 0-100, averaged over CPU and memory.

@@ -79,6 +79,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName":                        schema_pkg_api_scheduler_v1alpha1_NamespacedName(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGang":                               schema_pkg_api_scheduler_v1alpha1_PodGang(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangList":                           schema_pkg_api_scheduler_v1alpha1_PodGangList(ref),
+		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangPlacement":                      schema_pkg_api_scheduler_v1alpha1_PodGangPlacement(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangSpec":                           schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangStatus":                         schema_pkg_api_scheduler_v1alpha1_PodGangStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup":                              schema_pkg_api_scheduler_v1alpha1_PodGroup(ref),
@@ -1821,6 +1822,13 @@ func schema_pkg_api_core_v1alpha1_PodCliqueSetUpdateStrategy(ref common.Referenc
 							Format:      "",
 						},
 					},
+					"reuseReservation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReuseReservation: whether a PodGang whose pods a rolling update replaces prefers (Preferred, the default) or requires (Required) the placement its previous pods had.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -2709,6 +2717,38 @@ func schema_pkg_api_scheduler_v1alpha1_PodGangList(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_api_scheduler_v1alpha1_PodGangPlacement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodGangPlacement is where a gang was placed, as the scheduler last saw its quorum bound.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Nodes the gang's bound members ran on, sorted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2757,7 +2797,7 @@ func schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref common.ReferenceCallback)
 					},
 					"reuseReservationRef": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ReuseReservationRef suggests reusing the placement of an earlier PodGang.",
+							Description: "ReuseReservationRef suggests reusing the placement of an earlier PodGang (its status.lastPlacement): grove-operator names the PodGang itself while an update replaces its pods, so they go back to the domains (and nodes) the previous ones had.",
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName"),
 						},
 					},
@@ -2830,11 +2870,17 @@ func schema_pkg_api_scheduler_v1alpha1_PodGangStatus(ref common.ReferenceCallbac
 							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
 						},
 					},
+					"lastPlacement": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastPlacement is where the gang's quorum was last bound (scheduler). It outlives the pods, so that a PodGang whose spec.reuseReservationRef names this one can go back there.",
+							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangPlacement"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"k8s.io/apimachinery/pkg/apis/meta/v1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
+			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangPlacement", "k8s.io/apimachinery/pkg/apis/meta/v1.Condition", "k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

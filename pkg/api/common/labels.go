@@ -395,7 +395,7 @@ const lastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configur
 func IsUnschedulable(reason string) bool {
 	switch reason {
 	case ReasonUnschedulable, ReasonNoDomainFits, ReasonFilterRejected, ReasonReservedForOtherGang,
-		ReasonDevicesUnavailable, ReasonAttemptFailed:
+		ReasonDevicesUnavailable, ReasonAttemptFailed, ReasonReservationReuseRequired:
 		return true
 	}
 	return false

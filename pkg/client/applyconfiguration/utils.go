@@ -126,6 +126,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationschedulerv1alpha1.NamespacedNameApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGang"):
 		return &applyconfigurationschedulerv1alpha1.PodGangApplyConfiguration{}
+	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGangPlacement"):
+		return &applyconfigurationschedulerv1alpha1.PodGangPlacementApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGangSpec"):
 		return &applyconfigurationschedulerv1alpha1.PodGangSpecApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGangStatus"):

@@ -338,6 +338,8 @@ const (
 	// WaitBinding: an attempt got nodes but lost them (Permit timeout, a member rejected or
 	// failing to bind).
 	WaitBinding = "binding"
+	// WaitReuseRequired: its earlier domain, which it must reuse, does not hold it now.
+	WaitReuseRequired = "reuse_required"
 )
 
 // Unplaceable records why the gang cannot be placed now (reason for people, cause, a Wait*

@@ -23,11 +23,12 @@ const (
 	ReasonDRA              = ledger.WaitDRA
 	ReasonReservedForOther = ledger.WaitReservedForOther
 	ReasonBinding          = ledger.WaitBinding
+	ReasonReuseRequired    = ledger.WaitReuseRequired
 )
 
 var (
 	gangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, filter_rejected, dra, reserved_for_other, binding.",
+		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, filter_rejected, dra, reserved_for_other, binding, reuse_required.",
 		StabilityLevel: metrics.ALPHA}, []string{"reason"})
 	quorumBound = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name: "grove_scheduler_quorum_bound_duration_seconds", Help: "Time from a PodGang's first pod to its quorum being bound.",
@@ -74,7 +75,7 @@ func Register() {
 		for _, o := range []string{PlanHandedOut, PlanStale, PlanRefused} {
 			memberPlans.WithLabelValues(o)
 		}
-		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding} {
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
 	})

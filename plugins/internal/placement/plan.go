@@ -43,6 +43,9 @@ type Input struct {
 	// base first. While no gang of the group holds a node, the gang placed first chooses the
 	// shared domain for all of them (see chooseGroupDomain).
 	Group []Companion
+	// Reuse is the earlier placement the gang goes back to (spec.reuseReservationRef); nil
+	// when it names none. Members already placed and the group's pins come first.
+	Reuse *Reuse
 }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
@@ -105,12 +108,16 @@ type Unfit struct {
 	Within string
 	// RuledOut describes the domains of Key left out because a filter rejected them.
 	RuledOut []string
+	// Reuse names the earlier PodGang whose domain the gang must reuse (Reuse.Required).
+	Reuse string
 }
 
 // Cause is the kind of Unfit, a ledger.Wait* value: "filter_rejected" when domains a filter
 // rejected were left out, "no_room" for a plain shortage, else "no_domain".
 func (u *Unfit) Cause() string {
 	switch {
+	case u.Reuse != "":
+		return CauseReuseRequired
 	case len(u.RuledOut) > 0:
 		return "filter_rejected"
 	case u.Key == "" && u.Within == "":
@@ -120,6 +127,9 @@ func (u *Unfit) Cause() string {
 }
 
 func (u *Unfit) Error() string {
+	if u.Reuse != "" {
+		return u.reuseError()
+	}
 	if u.Within != "" {
 		inner := *u
 		inner.Within = ""
@@ -165,6 +175,7 @@ func Choose(in Input) (*Plan, *Unfit) {
 	}
 	p.collectDemand(in.Tree.Root)
 	p.pins, p.preferredPins = p.collectPins()
+	p.reuseRequired, p.reusePreferred = p.collectReusePins()
 	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes))}
 	for i := range in.Nodes {
 		w.idx[i] = i
@@ -202,6 +213,9 @@ type planner struct {
 	// demand is each set's remaining demand, its nested sets' included.
 	demand              map[string]capacity.Demands
 	pins, preferredPins map[string]string
+	// reuseRequired and reusePreferred are the domains of the earlier placement (Input.Reuse)
+	// of the gang-wide sets' keys.
+	reuseRequired, reusePreferred map[string]string
 	// sharedPinned: the other PodGangs of the group pinned the shared set's domain.
 	sharedPinned bool
 }
@@ -332,7 +346,7 @@ func (p *planner) fit(s *Set, w work, rec *record) (int64, *Unfit) {
 		}
 		return p.fitInside(s, w, rec)
 	}
-	pos, value, unfit := p.chooseDomain(s, s.Required, p.pins[s.ID], w)
+	pos, value, unfit := p.chooseRequired(s, w)
 	if unfit != nil {
 		return unfit.BestFits, unfit
 	}
@@ -555,7 +569,7 @@ func (p *planner) pinnedBy(s *Set, key, pinned string) string {
 // the tightest domain that holds s, else the one that holds most of it. When the domain holds
 // s, its nodes are recorded too.
 func (p *planner) choosePreferred(s *Set, w work, rec *record) {
-	pin := p.preferredPins[s.ID]
+	pin := p.preferredPin(s, w)
 	pos, value, unfit := p.chooseDomain(s, s.Preferred, pin, w)
 	switch {
 	case unfit == nil:

@@ -110,7 +110,7 @@ func (c *gangCreator) create(ctx context.Context, key types.NamespacedName) (rec
 		if !g.complete {
 			return reconcile.Result{}, nil // the gang writer creates it after its grace
 		}
-		return reconcile.Result{}, (&podGangs{c.r}).apply(ctx, st, g, nil, c.r.now())
+		return reconcile.Result{}, (&podGangs{c.r}).apply(ctx, st, g, nil, c.r.now(), false) // a new PodGang reuses nothing
 	}
 	return reconcile.Result{}, nil
 }

@@ -77,7 +77,7 @@ func (w *gangWriter) setup(mgr ctrl.Manager, opts controller.Options) error {
 		Named(GangWriterName).
 		WithOptions(opts).
 		For(&corev1alpha1.PodCliqueSet{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{},
-			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, updateStartedOrEnded))).
 		Watches(&corev1alpha1.PodClique{}, toPCS, membership).
 		Watches(&corev1alpha1.PodCliqueScalingGroup{}, toPCS, membership).
 		Watches(&corev1.Pod{}, toPCS, builder.WithPredicates(predicate.Or[client.Object](

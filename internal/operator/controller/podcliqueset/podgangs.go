@@ -68,11 +68,12 @@ func (c *podGangs) Sync(ctx context.Context, st *state) error {
 		return common.Delete(ctx, c.r.gangClient(), unwanted[i])
 	})
 	errs := []error{delErr}
+	underWay := updateUnderWay(st.pcs)
 	// In slow-start batches: each gang's create and Initialized write are independent of the
 	// others', and one after another they made the last gang (and its pods' gates) wait for
 	// every other gang's round trips.
 	_, err = common.SlowStart(ctx, len(plan), func(ctx context.Context, i int) error {
-		if err := c.apply(ctx, st, plan[i], existing[plan[i].name], planned); err != nil {
+		if err := c.apply(ctx, st, plan[i], existing[plan[i].name], planned, underWay); err != nil {
 			return fmt.Errorf("PodGang %s: %w", plan[i].name, err)
 		}
 		return nil
@@ -132,8 +133,9 @@ func memberPods(pods []corev1.Pod, pclqs map[string]*corev1alpha1.PodClique) []p
 }
 
 // apply creates or updates one PodGang, syncs it to the backend and marks it Initialized;
-// planned is when the cache was read for the plan.
-func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *schedv1alpha1.PodGang, planned time.Time) error {
+// planned is when the cache was read for the plan; underWay: an update replaces pods
+// (reuseReservation).
+func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *schedv1alpha1.PodGang, planned time.Time, underWay bool) error {
 	labels, annotations := gangMetadata(st)
 	maps.Copy(labels, common.ReplicaLabels(st.pcs.Name, apicommon.ComponentPodGang, g.replica))
 	if st.backend != nil {
@@ -146,6 +148,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 	if st.topology != nil && st.topology.found {
 		annotations[apicommon.AnnotationTopologyName] = st.topology.name
 	}
+	reuseReservation(st.pcs, underWay, &g.spec, annotations, pg)
 
 	// The cache shows every earlier write of this writer and its fast path for the
 	// PodCliqueSet (the consistency check before the pass). The gang creator and a writer pass

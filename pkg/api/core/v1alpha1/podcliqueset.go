@@ -85,6 +85,10 @@ type PodCliqueSetUpdateStrategy struct {
 	// +kubebuilder:default=RollingRecreate
 	// +optional
 	Type UpdateStrategyType `json:"type,omitempty"`
+	// ReuseReservation: whether a PodGang whose pods a rolling update replaces prefers
+	// (Preferred, the default) or requires (Required) the placement its previous pods had.
+	// +optional
+	ReuseReservation ReuseReservationPolicy `json:"reuseReservation,omitempty"`
 }
 
 // RollingUpdateConfiguration bounds the disruption and the duration of a rolling update of one

@@ -46,7 +46,9 @@ type PodGangSpec struct {
 	// PriorityClassName of the gang.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
-	// ReuseReservationRef suggests reusing the placement of an earlier PodGang.
+	// ReuseReservationRef suggests reusing the placement of an earlier PodGang (its
+	// status.lastPlacement): grove-operator names the PodGang itself while an update replaces
+	// its pods, so they go back to the domains (and nodes) the previous ones had.
 	// +optional
 	ReuseReservationRef *NamespacedName `json:"reuseReservationRef,omitempty"`
 	// SharedTopologyConstraint packs this PodGang together with the other PodGangs of its
@@ -191,6 +193,10 @@ type PodGangStatus struct {
 	// cleared, moved on when the gang is ready again after losing it.
 	// +optional
 	LastReady *metav1.Time `json:"lastReady,omitempty"`
+	// LastPlacement is where the gang's quorum was last bound (scheduler). It outlives the
+	// pods, so that a PodGang whose spec.reuseReservationRef names this one can go back there.
+	// +optional
+	LastPlacement *PodGangPlacement `json:"lastPlacement,omitempty"`
 }
 
 // Required returns the required key of a constraint, or "".

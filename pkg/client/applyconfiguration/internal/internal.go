@@ -617,6 +617,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.PodCliqueSetUpdateStrategy
   map:
     fields:
+    - name: reuseReservation
+      type:
+        scalar: string
     - name: type
       type:
         scalar: string
@@ -942,6 +945,15 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGangStatus
       default: {}
+- name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGangPlacement
+  map:
+    fields:
+    - name: nodes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGangSpec
   map:
     fields:
@@ -980,6 +992,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: lastPlacement
+      type:
+        namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGangPlacement
     - name: lastReady
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time

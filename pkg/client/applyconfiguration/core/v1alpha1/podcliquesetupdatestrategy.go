@@ -29,6 +29,9 @@ import (
 type PodCliqueSetUpdateStrategyApplyConfiguration struct {
 	// Type of the update strategy. Defaults to RollingRecreate.
 	Type *corev1alpha1.UpdateStrategyType `json:"type,omitempty"`
+	// ReuseReservation: whether a PodGang whose pods a rolling update replaces prefers
+	// (Preferred, the default) or requires (Required) the placement its previous pods had.
+	ReuseReservation *corev1alpha1.ReuseReservationPolicy `json:"reuseReservation,omitempty"`
 }
 
 // PodCliqueSetUpdateStrategyApplyConfiguration constructs a declarative configuration of the PodCliqueSetUpdateStrategy type for use with
@@ -42,5 +45,13 @@ func PodCliqueSetUpdateStrategy() *PodCliqueSetUpdateStrategyApplyConfiguration 
 // If called multiple times, the Type field is set to the value of the last call.
 func (b *PodCliqueSetUpdateStrategyApplyConfiguration) WithType(value corev1alpha1.UpdateStrategyType) *PodCliqueSetUpdateStrategyApplyConfiguration {
 	b.Type = &value
+	return b
+}
+
+// WithReuseReservation sets the ReuseReservation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReuseReservation field is set to the value of the last call.
+func (b *PodCliqueSetUpdateStrategyApplyConfiguration) WithReuseReservation(value corev1alpha1.ReuseReservationPolicy) *PodCliqueSetUpdateStrategyApplyConfiguration {
+	b.ReuseReservation = &value
 	return b
 }

@@ -31,7 +31,9 @@ type PodGangSpecApplyConfiguration struct {
 	TopologyConstraintGroupConfigs []TopologyConstraintGroupConfigApplyConfiguration `json:"topologyConstraintGroupConfigs,omitempty"`
 	// PriorityClassName of the gang.
 	PriorityClassName *string `json:"priorityClassName,omitempty"`
-	// ReuseReservationRef suggests reusing the placement of an earlier PodGang.
+	// ReuseReservationRef suggests reusing the placement of an earlier PodGang (its
+	// status.lastPlacement): grove-operator names the PodGang itself while an update replaces
+	// its pods, so they go back to the domains (and nodes) the previous ones had.
 	ReuseReservationRef *NamespacedNameApplyConfiguration `json:"reuseReservationRef,omitempty"`
 	// SharedTopologyConstraint packs this PodGang together with the other PodGangs of its
 	// namespace that name the same group (the base and scaled PodGangs of one PodCliqueSet

@@ -42,6 +42,9 @@ type PodGangStatusApplyConfiguration struct {
 	// LastReady is when the Ready condition last turned True: nil until the first time, never
 	// cleared, moved on when the gang is ready again after losing it.
 	LastReady *metav1.Time `json:"lastReady,omitempty"`
+	// LastPlacement is where the gang's quorum was last bound (scheduler). It outlives the
+	// pods, so that a PodGang whose spec.reuseReservationRef names this one can go back there.
+	LastPlacement *PodGangPlacementApplyConfiguration `json:"lastPlacement,omitempty"`
 }
 
 // PodGangStatusApplyConfiguration constructs a declarative configuration of the PodGangStatus type for use with
@@ -92,5 +95,13 @@ func (b *PodGangStatusApplyConfiguration) WithLastScheduled(value metav1.Time) *
 // If called multiple times, the LastReady field is set to the value of the last call.
 func (b *PodGangStatusApplyConfiguration) WithLastReady(value metav1.Time) *PodGangStatusApplyConfiguration {
 	b.LastReady = &value
+	return b
+}
+
+// WithLastPlacement sets the LastPlacement field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastPlacement field is set to the value of the last call.
+func (b *PodGangStatusApplyConfiguration) WithLastPlacement(value *PodGangPlacementApplyConfiguration) *PodGangStatusApplyConfiguration {
+	b.LastPlacement = value
 	return b
 }
