@@ -302,6 +302,8 @@ func nextForScheduler(c *metav1.Condition) string {
 		return "free or add devices (ResourceSlices) in one allowed domain, or lower the gang's device requests"
 	case common.ReasonNoDomainFits:
 		return "free capacity inside one domain of the required level, lower minAvailable so the quorum fits, or relax the PodCliqueSet's topologyConstraint to a wider level"
+	case common.ReasonReplicaSpreadUnsatisfiable:
+		return "every domain that would hold it runs another replica of the PodCliqueSet (a required replicaSpreadConstraint): add a domain, scale the PodCliqueSet down, or make the spread ScheduleAnyway"
 	case common.ReasonFilterRejected:
 		return "the room is there but a filter refuses it (node affinity, taints, pod anti-affinity, host ports, volumes): check the pods' constraints against the nodes of the domain, e.g. kubectl describe pod"
 	case common.ReasonReservationReuseRequired:

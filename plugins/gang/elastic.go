@@ -306,7 +306,8 @@ func (p *Plugin) fitsDomains(pod *v1.Pod, key string, g gangcache.Gang, nodeInfo
 		nodes = append(nodes, placement.Node{Name: ni.Node().Name, Labels: ni.Node().Labels, Free: free, Excluded: ^allowed})
 	}
 	shared, sharedBy := p.gangs.SharedNodes(key)
-	_, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy})
+	_, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy,
+		Spread: p.gangs.Spreads(key)})
 	return unfit == nil
 }
 

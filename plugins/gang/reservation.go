@@ -69,7 +69,7 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 			candidates = append(candidates, candidate{ni: ni, allowed: allowed, room: capacity.NodeFree(ni).FitCount(largest.Shape)})
 		}
 	}
-	if tree := placement.NewTree(&g.PodGang.Spec); tree.Constrained() {
+	if tree, spreads := placement.NewTree(&g.PodGang.Spec), p.gangs.Spreads(key); tree.Constrained() || len(spreads) > 0 {
 		nodes := make([]placement.Node, len(candidates))
 		demand := make(map[string]capacity.Demand, len(demands))
 		for i, c := range candidates {
@@ -79,7 +79,8 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 			demand[d.Group] = d
 		}
 		shared, sharedBy := p.gangs.SharedNodes(key)
-		plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy})
+		plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy,
+			Spread: spreads})
 		if unfit != nil {
 			return nil
 		}
@@ -93,6 +94,7 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 			}
 			within = within.Union(allowed)
 		}
+		within = intersectSpread(within, plan)
 		if within != nil {
 			candidates = slices.DeleteFunc(candidates, func(c candidate) bool { return !within.Has(c.ni.Node().Name) })
 		}

@@ -319,6 +319,8 @@ func unschedulableReason(cause string) string {
 	switch cause {
 	case ledger.WaitNoDomain:
 		return common.ReasonNoDomainFits
+	case ledger.WaitSpread:
+		return common.ReasonReplicaSpreadUnsatisfiable
 	case ledger.WaitFilterRejected:
 		return common.ReasonFilterRejected
 	case ledger.WaitReservedForOther:

@@ -46,7 +46,7 @@ func (p *Plugin) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, o
 
 // isSchedulableAfterNodeChange requeues a member when a node was added, when an update lets a
 // PodGroup of its gang use the node or gives it more room there (nodes.Opened), or when a
-// node-label key the gang packs by changed (domains gain or lose nodes, pins move).
+// node-label key the gang packs or spreads by changed (domains gain or lose nodes, pins move).
 func (p *Plugin) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	oldNode, newNode, err := util.As[*v1.Node](oldObj, newObj)
 	if err != nil {
@@ -105,5 +105,5 @@ func (p *Plugin) domainKeyChanged(key string, oldNode, newNode *v1.Node) bool {
 		}
 		return false
 	}
-	return changed(placement.NewTree(&g.PodGang.Spec).Root)
+	return changed(placement.NewTree(&g.PodGang.Spec).Root) || spreadKeyChanged(g.PodGang, oldNode, newNode)
 }

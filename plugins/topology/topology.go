@@ -93,6 +93,8 @@ type cycleState struct {
 	narrowed bool
 	// earlier are the nodes of the placement the gang reuses (spec.reuseReservationRef).
 	earlier sets.Set[string]
+	// spreadAllowed, when set, are the nodes the gang's required replica spreads leave it.
+	spreadAllowed sets.Set[string]
 }
 
 func (s *cycleState) Clone() fwk.StateData { return s }
@@ -138,6 +140,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		s.preferred = &c
 	}
 	allowed := plan.AllowedNodes(group)
+	allowed = narrowBySpread(s, plan, allowed, p.gangs.MissedPreference(key, s.uid))
 	if preferred := plan.PreferredNodes(group); preferred != nil && !p.gangs.MissedPreference(key, s.uid) {
 		if allowed != nil {
 			preferred = allowed.Intersection(preferred)
@@ -168,7 +171,8 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	} else {
 		tree = treeFor(g, reuse)
 	}
-	if !tree.Constrained() {
+	spreads := p.gangs.Spreads(key)
+	if !tree.Constrained() && len(spreads) == 0 {
 		// Remember the tree so that unconstrained gangs cost one record lookup per member.
 		if gp.Tree != tree {
 			p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree})
@@ -223,7 +227,7 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		ruledOut[r.Choice] = r.By
 	}
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
-		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse})
+		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse, Spread: spreads})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
 }
@@ -330,6 +334,9 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	s := readState(state)
 	if s == nil {
 		return nil
+	}
+	if s.spreadAllowed != nil && !s.spreadAllowed.Has(nodeInfo.Node().Name) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is in a domain another replica of the gang's spread group uses")
 	}
 	labels := nodeInfo.Node().Labels
 	for _, c := range s.required {

@@ -66,6 +66,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueUpdateProgress":                    schema_pkg_api_core_v1alpha1_PodCliqueUpdateProgress(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodGangStatus":                              schema_pkg_api_core_v1alpha1_PodGangStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodsSelectedToUpdate":                       schema_pkg_api_core_v1alpha1_PodsSelectedToUpdate(ref),
+		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint":                    schema_pkg_api_core_v1alpha1_ReplicaSpreadConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceClaimTemplateConfig":                schema_pkg_api_core_v1alpha1_ResourceClaimTemplateConfig(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceSharingSpec":                        schema_pkg_api_core_v1alpha1_ResourceSharingSpec(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration":                 schema_pkg_api_core_v1alpha1_RollingUpdateConfiguration(ref),
@@ -83,6 +84,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangSpec":                           schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangStatus":                         schema_pkg_api_scheduler_v1alpha1_PodGangStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup":                              schema_pkg_api_scheduler_v1alpha1_PodGroup(ref),
+		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint":               schema_pkg_api_scheduler_v1alpha1_ReplicaSpreadConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint":              schema_pkg_api_scheduler_v1alpha1_SharedTopologyConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint":                    schema_pkg_api_scheduler_v1alpha1_TopologyConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraintGroupConfig":         schema_pkg_api_scheduler_v1alpha1_TopologyConstraintGroupConfig(ref),
@@ -2240,6 +2242,42 @@ func schema_pkg_api_core_v1alpha1_PodsSelectedToUpdate(ref common.ReferenceCallb
 	}
 }
 
+func schema_pkg_api_core_v1alpha1_ReplicaSpreadConstraint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplicaSpreadConstraint spreads the replicas of the constrained object over the domains of one level of the ClusterTopology, while each replica's own pack constraint still holds. On the PodCliqueSet-level topologyConstraint it spreads the PodCliqueSet's replicas.\n\nRequired (DoNotSchedule): no two replicas share a domain of the level; a replica that finds no domain of its own waits. Preferred (ScheduleAnyway): replicas go to the domains holding fewest replicas, keeping the difference between the fullest and the emptiest domain within maxSkew where they can, and share a domain when they must.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"domain": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Domain is the ClusterTopology level the replicas spread over, e.g. rack or zone. It must be equal to or broader than the level the replicas are packed into.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"whenUnsatisfiable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WhenUnsatisfiable: DoNotSchedule (required, the default) or ScheduleAnyway (preferred).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxSkew": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSkew is, for ScheduleAnyway, the largest difference in replicas between two domains the scheduler keeps to while it can (default 1).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"domain"},
+			},
+		},
+	}
+}
+
 func schema_pkg_api_core_v1alpha1_ResourceClaimTemplateConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2526,11 +2564,32 @@ func schema_pkg_api_core_v1alpha1_TopologyConstraint(ref common.ReferenceCallbac
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"),
 						},
 					},
+					"replicaSpreadConstraints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"domain",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint); PodCliqueSet level only. Immutable.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"},
+			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"},
 	}
 }
 
@@ -2807,12 +2866,25 @@ func schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref common.ReferenceCallback)
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint"),
 						},
 					},
+					"replicaSpreadConstraints": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaSpreadConstraints spread this PodGang's replica away from the other replicas of its spread group (see ReplicaSpreadConstraint).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint"),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"podgroups"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraintGroupConfig"},
+			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraintGroupConfig"},
 	}
 }
 
@@ -2932,6 +3004,58 @@ func schema_pkg_api_scheduler_v1alpha1_PodGroup(ref common.ReferenceCallback) co
 		},
 		Dependencies: []string{
 			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint"},
+	}
+}
+
+func schema_pkg_api_scheduler_v1alpha1_ReplicaSpreadConstraint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplicaSpreadConstraint spreads the PodGangs of a spread group over the values of a node label key. PodGangs that name the same member (the PodGangs of one PodCliqueSet replica) count as one: they may share a value, and together they occupy every value their pods use.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Group names the PodGangs, in the PodGang's namespace, that spread against each other. The operator uses the PodCliqueSet's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"member": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Member names the replica the PodGang belongs to. The operator uses the name of the PodCliqueSet replica's base PodGang.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"topologyKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologyKey is the node label key whose values are the domains.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"required": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Required: no two members share a value; a member with no value of its own left waits. Otherwise members go where fewest members are, within MaxSkew while they can.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"maxSkew": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSkew is, when not required, the largest difference in members between two values the scheduler keeps to while it can; 0 means 1.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"group", "member", "topologyKey"},
+			},
+		},
 	}
 }
 

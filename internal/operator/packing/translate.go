@@ -35,9 +35,10 @@ func NameOf(t *corev1alpha1.PodCliqueSetTemplateSpec) string {
 	return ""
 }
 
-// HasConstraints reports whether any level of the template names a topology domain.
+// HasConstraints reports whether any level of the template names a topology domain (to pack
+// into or, for the PodCliqueSet, to spread replicas over).
 func HasConstraints(t *corev1alpha1.PodCliqueSetTemplateSpec) bool {
-	if t.TopologyConstraint.HasDomain() {
+	if t.TopologyConstraint.HasDomain() || t.TopologyConstraint != nil && len(t.TopologyConstraint.ReplicaSpreadConstraints) > 0 {
 		return true
 	}
 	for i := range t.PodCliqueScalingGroupConfigs {
@@ -64,6 +65,8 @@ type Translated struct {
 	Cliques map[string]*schedv1alpha1.TopologyConstraint
 	// MissingDomains are the declared domains the ClusterTopology has no level for, sorted.
 	MissingDomains []corev1alpha1.TopologyDomain
+	// Spread is the PodCliqueSet's replica spread (spread.go).
+	Spread []SpreadKey
 }
 
 // ScaledPodGang is the constraint of a scaled PodGang of a scaling group: the group's own,
@@ -133,6 +136,7 @@ func Translate(t *corev1alpha1.PodCliqueSetTemplateSpec, levels []corev1alpha1.T
 			out.Cliques[c.Name] = tc
 		}
 	}
+	out.Spread = translateSpread(t.TopologyConstraint, keys, missing)
 	for d := range missing {
 		out.MissingDomains = append(out.MissingDomains, d)
 	}

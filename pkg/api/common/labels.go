@@ -125,6 +125,9 @@ const (
 	ReasonUnschedulable = "Unschedulable"
 	// ReasonNoDomainFits: no domain of a required pack level (rack, block...) holds the quorum.
 	ReasonNoDomainFits = "NoDomainFits"
+	// ReasonReplicaSpreadUnsatisfiable: every domain that would hold the quorum already runs
+	// another replica of its spread group (a required replicaSpreadConstraint).
+	ReasonReplicaSpreadUnsatisfiable = "ReplicaSpreadUnsatisfiable"
 	// ReasonFilterRejected: counted capacity holds the quorum, but a filter (affinity, taints,
 	// ports, volumes...) rejects the nodes of every candidate domain.
 	ReasonFilterRejected = "FilterRejected"
@@ -395,7 +398,7 @@ const lastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configur
 func IsUnschedulable(reason string) bool {
 	switch reason {
 	case ReasonUnschedulable, ReasonNoDomainFits, ReasonFilterRejected, ReasonReservedForOtherGang,
-		ReasonDevicesUnavailable, ReasonAttemptFailed, ReasonReservationReuseRequired:
+		ReasonDevicesUnavailable, ReasonAttemptFailed, ReasonReservationReuseRequired, ReasonReplicaSpreadUnsatisfiable:
 		return true
 	}
 	return false

@@ -100,6 +100,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &corev1alpha1.PodGangStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodsSelectedToUpdate"):
 		return &corev1alpha1.PodsSelectedToUpdateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaSpreadConstraint"):
+		return &corev1alpha1.ReplicaSpreadConstraintApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceClaimTemplateConfig"):
 		return &corev1alpha1.ResourceClaimTemplateConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceSharingSpec"):
@@ -134,6 +136,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationschedulerv1alpha1.PodGangStatusApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGroup"):
 		return &applyconfigurationschedulerv1alpha1.PodGroupApplyConfiguration{}
+	case schedulerv1alpha1.SchemeGroupVersion.WithKind("ReplicaSpreadConstraint"):
+		return &applyconfigurationschedulerv1alpha1.ReplicaSpreadConstraintApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("SharedTopologyConstraint"):
 		return &applyconfigurationschedulerv1alpha1.SharedTopologyConstraintApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("TopologyConstraint"):

@@ -328,6 +328,8 @@ const (
 	WaitNoRoom = "no_room"
 	// WaitNoDomain: no domain of a required pack key holds it.
 	WaitNoDomain = "no_domain"
+	// WaitSpread: every domain that holds it runs another replica of its spread group.
+	WaitSpread = "spread"
 	// WaitFilterRejected: counted capacity holds it, but a filter plugin (affinity, ports,
 	// volumes...) rejects the nodes of every candidate domain.
 	WaitFilterRejected = "filter_rejected"

@@ -19,6 +19,7 @@ const (
 	ReasonQuorumMissing    = "quorum_missing"
 	ReasonNoRoom           = ledger.WaitNoRoom
 	ReasonNoDomain         = ledger.WaitNoDomain
+	ReasonSpread           = ledger.WaitSpread
 	ReasonFilterRejected   = ledger.WaitFilterRejected
 	ReasonDRA              = ledger.WaitDRA
 	ReasonReservedForOther = ledger.WaitReservedForOther
@@ -28,7 +29,7 @@ const (
 
 var (
 	gangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, filter_rejected, dra, reserved_for_other, binding, reuse_required.",
+		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, spread, filter_rejected, dra, reserved_for_other, binding, reuse_required.",
 		StabilityLevel: metrics.ALPHA}, []string{"reason"})
 	quorumBound = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name: "grove_scheduler_quorum_bound_duration_seconds", Help: "Time from a PodGang's first pod to its quorum being bound.",
@@ -75,7 +76,7 @@ func Register() {
 		for _, o := range []string{PlanHandedOut, PlanStale, PlanRefused} {
 			memberPlans.WithLabelValues(o)
 		}
-		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
 	})

@@ -46,6 +46,8 @@ type Input struct {
 	// Reuse is the earlier placement the gang goes back to (spec.reuseReservationRef); nil
 	// when it names none. Members already placed and the group's pins come first.
 	Reuse *Reuse
+	// Spread are the gang's replica spreads (spread.go).
+	Spread []Spread
 }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
@@ -69,6 +71,8 @@ type Plan struct {
 	// preferredNodes holds, per PodGroup, the nodes of its innermost preferred domain when that
 	// domain holds the rest of the set.
 	preferredNodes map[string]sets.Set[string]
+	// spreadNodes, spreadRequired: SpreadNodes, SpreadRequiredNodes (spread.go).
+	spreadNodes, spreadRequired sets.Set[string]
 }
 
 // Required lists the domains a member of the PodGroup must be in, outermost first.
@@ -110,14 +114,19 @@ type Unfit struct {
 	RuledOut []string
 	// Reuse names the earlier PodGang whose domain the gang must reuse (Reuse.Required).
 	Reuse string
+	// spreadWhy, when set, is why a required replica spread leaves no domain (spread.go).
+	spreadWhy string
 }
 
 // Cause is the kind of Unfit, a ledger.Wait* value: "filter_rejected" when domains a filter
-// rejected were left out, "no_room" for a plain shortage, else "no_domain".
+// rejected were left out, "no_room" for a plain shortage, "spread" when a required replica
+// spread leaves no domain, else "no_domain".
 func (u *Unfit) Cause() string {
 	switch {
 	case u.Reuse != "":
 		return CauseReuseRequired
+	case u.spreadWhy != "":
+		return "spread"
 	case len(u.RuledOut) > 0:
 		return "filter_rejected"
 	case u.Key == "" && u.Within == "":
@@ -129,6 +138,9 @@ func (u *Unfit) Cause() string {
 func (u *Unfit) Error() string {
 	if u.Reuse != "" {
 		return u.reuseError()
+	}
+	if u.spreadWhy != "" {
+		return u.spreadError()
 	}
 	if u.Within != "" {
 		inner := *u
@@ -169,6 +181,9 @@ func (u *Unfit) Error() string {
 // value. For preferred keys it chooses the same way but never fails. It returns an Unfit when a
 // required domain, or the nodes as a whole, cannot hold the remaining members.
 func Choose(in Input) (*Plan, *Unfit) {
+	if len(in.Spread) > 0 {
+		return chooseSpread(in)
+	}
 	p := &planner{in: in, byName: make(map[string]int, len(in.Nodes)), demand: map[string]capacity.Demands{}}
 	for i := range in.Nodes {
 		p.byName[in.Nodes[i].Name] = i

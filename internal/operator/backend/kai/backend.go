@@ -151,7 +151,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil && !b.nestedSubGroups {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
-	return nil, errs
+	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "kai-scheduler")
+	return warnings, append(errs, spreadErrs...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

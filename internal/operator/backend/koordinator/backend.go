@@ -107,7 +107,8 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
-	return nil, append(errs, b.validateTopologyKeys(ctx, pcs)...)
+	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "koord-scheduler")
+	return warnings, append(append(errs, spreadErrs...), b.validateTopologyKeys(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

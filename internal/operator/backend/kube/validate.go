@@ -93,7 +93,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 	case !b.api.CompositePodGroups && len(t.Cliques) > 1:
 		warnings = append(warnings, GangPerPodCliqueWarning)
 	}
-	return warnings, errs
+	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "default-scheduler")
+	return append(warnings, spreadWarnings...), append(errs, spreadErrs...)
 }
 
 // requiredUnsupported says why a required domain of a scope cannot be honoured ("" when it can).

@@ -138,7 +138,8 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
-	return warnings, append(errs, b.validateTopology(ctx, pcs)...)
+	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "volcano")
+	return append(warnings, spreadWarnings...), append(append(errs, spreadErrs...), b.validateTopology(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

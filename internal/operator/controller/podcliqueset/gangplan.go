@@ -148,6 +148,12 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 				scaled[k].spec.SharedTopologyConstraint = shared.DeepCopy()
 			}
 		}
+		if spread := in.topology.ReplicaSpread(in.pcs.Name, base.name); spread != nil {
+			base.spec.ReplicaSpreadConstraints = spread
+			for k := range scaled {
+				scaled[k].spec.ReplicaSpreadConstraints = in.topology.ReplicaSpread(in.pcs.Name, base.name)
+			}
+		}
 		gangs = append(gangs, base)
 		gangs = append(gangs, scaled...)
 	}

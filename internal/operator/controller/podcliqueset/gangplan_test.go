@@ -1,6 +1,7 @@
 package podcliqueset
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -211,5 +212,21 @@ func TestPlanPodGangsOfOneReplica(t *testing.T) {
 		}
 		require.NotEmpty(t, want)
 		assert.Equal(t, want, summarize(planPodGangs(gangPlanInput{pcs: testPCS(3), onlyReplica: ptr.To(replica)})), "replica %d", replica)
+	}
+}
+
+// TestPlanPodGangsReplicaSpread: every PodGang of a replica carries the PodCliqueSet's spread,
+// naming the PodCliqueSet as group and the replica's base PodGang as member.
+func TestPlanPodGangsReplicaSpread(t *testing.T) {
+	pcs := testPCS(2)
+	pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "rack",
+		ReplicaSpreadConstraints: []corev1alpha1.ReplicaSpreadConstraint{{Domain: "rack"}}}
+	tr := packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "rack", Key: "r"}})
+	gangs := planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
+	require.Len(t, gangs, 4)
+	for _, g := range gangs {
+		member := fmt.Sprintf("p-%d", g.replica)
+		assert.Equal(t, []schedv1alpha1.ReplicaSpreadConstraint{{Group: "p", Member: member, TopologyKey: "r", Required: true}},
+			g.spec.ReplicaSpreadConstraints, g.name)
 	}
 }

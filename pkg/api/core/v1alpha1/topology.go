@@ -34,6 +34,13 @@ type TopologyConstraint struct {
 	// Pack holds the required and preferred domains.
 	// +optional
 	Pack *TopologyPackConstraint `json:"pack,omitempty"`
+	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint);
+	// PodCliqueSet level only. Immutable.
+	// +optional
+	// +listType=map
+	// +listMapKey=domain
+	// +kubebuilder:validation:MaxItems=4
+	ReplicaSpreadConstraints []ReplicaSpreadConstraint `json:"replicaSpreadConstraints,omitempty"`
 }
 
 // TopologyPackConstraint holds a hard (required) and a soft (preferred) domain.

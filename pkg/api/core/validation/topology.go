@@ -190,6 +190,7 @@ func ValidateTopologyConstraints(pcs *corev1alpha1.PodCliqueSet, tasEnabled bool
 			}
 		}
 	}
+	errs = append(errs, validateReplicaSpread(refs, ct, domains)...)
 	return warnings, errs
 }
 

@@ -58,6 +58,10 @@ type PodGangSpec struct {
 	// of the preferred key the others of the group use.
 	// +optional
 	SharedTopologyConstraint *SharedTopologyConstraint `json:"sharedTopologyConstraint,omitempty"`
+	// ReplicaSpreadConstraints spread this PodGang's replica away from the other replicas of
+	// its spread group (see ReplicaSpreadConstraint).
+	// +optional
+	ReplicaSpreadConstraints []ReplicaSpreadConstraint `json:"replicaSpreadConstraints,omitempty"`
 }
 
 // SharedTopologyConstraint is a pack constraint over a group of PodGangs.

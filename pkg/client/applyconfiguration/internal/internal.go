@@ -783,6 +783,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ReplicaSpreadConstraint
+  map:
+    fields:
+    - name: domain
+      type:
+        scalar: string
+      default: ""
+    - name: maxSkew
+      type:
+        scalar: numeric
+    - name: whenUnsatisfiable
+      type:
+        scalar: string
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ResourceClaimTemplateConfig
   map:
     fields:
@@ -890,6 +903,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: packDomain
       type:
         scalar: string
+    - name: replicaSpreadConstraints
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ReplicaSpreadConstraint
+          elementRelationship: associative
+          keys:
+          - domain
     - name: topologyName
       type:
         scalar: string
@@ -966,6 +987,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: priorityClassName
       type:
         scalar: string
+    - name: replicaSpreadConstraints
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.ReplicaSpreadConstraint
+          elementRelationship: atomic
     - name: reuseReservationRef
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.NamespacedName
@@ -1027,6 +1054,27 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: topologyConstraint
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.TopologyConstraint
+- name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.ReplicaSpreadConstraint
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+      default: ""
+    - name: maxSkew
+      type:
+        scalar: numeric
+    - name: member
+      type:
+        scalar: string
+      default: ""
+    - name: required
+      type:
+        scalar: boolean
+    - name: topologyKey
+      type:
+        scalar: string
+      default: ""
 - name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.SharedTopologyConstraint
   map:
     fields:

@@ -38,6 +38,9 @@ type TopologyConstraintApplyConfiguration struct {
 	PackDomain *corev1alpha1.TopologyDomain `json:"packDomain,omitempty"`
 	// Pack holds the required and preferred domains.
 	Pack *TopologyPackConstraintApplyConfiguration `json:"pack,omitempty"`
+	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint);
+	// PodCliqueSet level only. Immutable.
+	ReplicaSpreadConstraints []ReplicaSpreadConstraintApplyConfiguration `json:"replicaSpreadConstraints,omitempty"`
 }
 
 // TopologyConstraintApplyConfiguration constructs a declarative configuration of the TopologyConstraint type for use with
@@ -67,5 +70,18 @@ func (b *TopologyConstraintApplyConfiguration) WithPackDomain(value corev1alpha1
 // If called multiple times, the Pack field is set to the value of the last call.
 func (b *TopologyConstraintApplyConfiguration) WithPack(value *TopologyPackConstraintApplyConfiguration) *TopologyConstraintApplyConfiguration {
 	b.Pack = value
+	return b
+}
+
+// WithReplicaSpreadConstraints adds the given value to the ReplicaSpreadConstraints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ReplicaSpreadConstraints field.
+func (b *TopologyConstraintApplyConfiguration) WithReplicaSpreadConstraints(values ...*ReplicaSpreadConstraintApplyConfiguration) *TopologyConstraintApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReplicaSpreadConstraints")
+		}
+		b.ReplicaSpreadConstraints = append(b.ReplicaSpreadConstraints, *values[i])
+	}
 	return b
 }

@@ -41,6 +41,9 @@ type PodGangSpecApplyConfiguration struct {
 	// every gang of the group, pinned by the first one placed — and should lie within the value
 	// of the preferred key the others of the group use.
 	SharedTopologyConstraint *SharedTopologyConstraintApplyConfiguration `json:"sharedTopologyConstraint,omitempty"`
+	// ReplicaSpreadConstraints spread this PodGang's replica away from the other replicas of
+	// its spread group (see ReplicaSpreadConstraint).
+	ReplicaSpreadConstraints []ReplicaSpreadConstraintApplyConfiguration `json:"replicaSpreadConstraints,omitempty"`
 }
 
 // PodGangSpecApplyConfiguration constructs a declarative configuration of the PodGangSpec type for use with
@@ -104,5 +107,18 @@ func (b *PodGangSpecApplyConfiguration) WithReuseReservationRef(value *Namespace
 // If called multiple times, the SharedTopologyConstraint field is set to the value of the last call.
 func (b *PodGangSpecApplyConfiguration) WithSharedTopologyConstraint(value *SharedTopologyConstraintApplyConfiguration) *PodGangSpecApplyConfiguration {
 	b.SharedTopologyConstraint = value
+	return b
+}
+
+// WithReplicaSpreadConstraints adds the given value to the ReplicaSpreadConstraints field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ReplicaSpreadConstraints field.
+func (b *PodGangSpecApplyConfiguration) WithReplicaSpreadConstraints(values ...*ReplicaSpreadConstraintApplyConfiguration) *PodGangSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReplicaSpreadConstraints")
+		}
+		b.ReplicaSpreadConstraints = append(b.ReplicaSpreadConstraints, *values[i])
+	}
 	return b
 }

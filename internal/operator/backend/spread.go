@@ -1,0 +1,35 @@
+package backend
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+// RefuseReplicaSpread is the answer of a backend whose scheduler cannot spread a PodCliqueSet's
+// replicas over domains (its gang objects have no anti-affinity between gangs): a required
+// spread is rejected on its field, naming the scheduler; a preferred one is accepted with a
+// warning that it is ignored.
+func RefuseReplicaSpread(pcs *corev1alpha1.PodCliqueSet, scheduler string) ([]string, field.ErrorList) {
+	tc := pcs.Spec.Template.TopologyConstraint
+	if tc == nil {
+		return nil, nil
+	}
+	var warnings []string
+	var errs field.ErrorList
+	p := field.NewPath("spec", "template", "topologyConstraint", "replicaSpreadConstraints")
+	for i := range tc.ReplicaSpreadConstraints {
+		c := &tc.ReplicaSpreadConstraints[i]
+		if c.Required() {
+			errs = append(errs, field.Forbidden(p.Index(i).Child("whenUnsatisfiable"), fmt.Sprintf(
+				"%s cannot keep a PodCliqueSet's replicas in separate %s domains; use whenUnsatisfiable: ScheduleAnyway (ignored there) or grove-scheduler",
+				scheduler, c.Domain)))
+			continue
+		}
+		warnings = append(warnings, fmt.Sprintf("%s: %s does not spread replicas; the preferred spread over %s domains is ignored",
+			p.Index(i), scheduler, c.Domain))
+	}
+	return warnings, errs
+}

@@ -1,0 +1,28 @@
+package backend
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+func TestRefuseReplicaSpread(t *testing.T) {
+	pcs := &corev1alpha1.PodCliqueSet{Spec: corev1alpha1.PodCliqueSetSpec{Template: corev1alpha1.PodCliqueSetTemplateSpec{
+		TopologyConstraint: &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "rack",
+			ReplicaSpreadConstraints: []corev1alpha1.ReplicaSpreadConstraint{
+				{Domain: "rack", WhenUnsatisfiable: corev1alpha1.SpreadDoNotSchedule},
+				{Domain: "zone", WhenUnsatisfiable: corev1alpha1.SpreadScheduleAnyway},
+			}}}}}
+	warnings, errs := RefuseReplicaSpread(pcs, "volcano")
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.template.topologyConstraint.replicaSpreadConstraints[0].whenUnsatisfiable", errs[0].Field)
+	assert.Contains(t, errs[0].Detail, "volcano cannot keep a PodCliqueSet's replicas in separate rack domains")
+	assert.Equal(t, []string{"spec.template.topologyConstraint.replicaSpreadConstraints[1]: volcano does not spread replicas; the preferred spread over zone domains is ignored"}, warnings)
+
+	warnings, errs = RefuseReplicaSpread(&corev1alpha1.PodCliqueSet{}, "volcano")
+	assert.Empty(t, warnings)
+	assert.Empty(t, errs, "nothing to refuse without a spread")
+}

@@ -1,0 +1,63 @@
+package gangcache
+
+import (
+	"github.com/ai-dynamo/grove/plugins/internal/placement"
+)
+
+// Spreads are the replica spreads of gang key (PodGang spec.replicaSpreadConstraints) with,
+// for each, the nodes that the other replicas of its spread group hold: the assumed or bound
+// members of every PodGang in its namespace that names the same group and key but another
+// member. A replica's own PodGangs (same member) are not counted. nil without spreads.
+func (c *Cache) Spreads(key string) []placement.Spread {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.gangs[key]
+	if e == nil || e.podGang == nil || len(e.podGang.Spec.ReplicaSpreadConstraints) == 0 {
+		return nil
+	}
+	own := e.podGang.Spec.ReplicaSpreadConstraints
+	out := make([]placement.Spread, len(own))
+	// Per constraint, the members by replica: a replica's PodGangs merge into one member.
+	byMember := make([]map[string]*placement.SpreadMember, len(own))
+	for i, rs := range own {
+		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew}
+		byMember[i] = map[string]*placement.SpreadMember{}
+	}
+	ns := e.podGang.Namespace
+	for other, o := range c.gangs {
+		if other == key || o.podGang == nil || o.podGang.Namespace != ns || len(o.podGang.Spec.ReplicaSpreadConstraints) == 0 {
+			continue
+		}
+		var nodes []string
+		for _, m := range o.members {
+			if m.holdsNode() {
+				nodes = append(nodes, m.node)
+			}
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		for i, rs := range own {
+			for _, ors := range o.podGang.Spec.ReplicaSpreadConstraints {
+				if ors.Group != rs.Group || ors.TopologyKey != rs.TopologyKey || ors.Member == rs.Member {
+					continue
+				}
+				m := byMember[i][ors.Member]
+				if m == nil {
+					m = &placement.SpreadMember{Gang: o.podGang.Name}
+					byMember[i][ors.Member] = m
+				}
+				if o.podGang.Name < m.Gang {
+					m.Gang = o.podGang.Name
+				}
+				m.Nodes = append(m.Nodes, nodes...)
+			}
+		}
+	}
+	for i := range out {
+		for _, m := range byMember[i] {
+			out[i].Others = append(out[i].Others, *m)
+		}
+	}
+	return out
+}

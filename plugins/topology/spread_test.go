@@ -1,0 +1,116 @@
+package topology
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+)
+
+// spreadGang is gangSpec with a replica spread over racks, as member of group "pcs".
+func spreadGang(minReplicas int32, pack, member string, required bool) v1alpha1.PodGangSpec {
+	spec := gangSpec(minReplicas, pack, "")
+	spec.ReplicaSpreadConstraints = []v1alpha1.ReplicaSpreadConstraint{{Group: "pcs", Member: member, TopologyKey: rackKey, Required: required}}
+	return spec
+}
+
+// fourRacks: r1..r4 of two 2-CPU nodes each.
+func fourRacks() []fwk.NodeInfo {
+	var out []fwk.NodeInfo
+	for _, r := range []string{"r1", "r2", "r3", "r4"} {
+		out = append(out, nodeInfo(testNode(r+"-a", "2", rackKey, r)), nodeInfo(testNode(r+"-b", "2", rackKey, r)))
+	}
+	return out
+}
+
+func TestPreFilterKeepsARequiredSpreadReplicaOutOfOtherReplicasRacks(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	// Replica 0 runs in r1 (its base and a scaled gang, both member pcs-0); replica 1 in r2.
+	r0 := addGang(p, "pcs-0", spreadGang(1, rackKey, "pcs-0", true), 1, "1")
+	p.gangs.Bind(r0[0], "r1-a")
+	r0s := addGang(p, "pcs-0-sg-1", spreadGang(1, rackKey, "pcs-0", true), 1, "1")
+	p.gangs.Bind(r0s[0], "r1-b")
+	r1 := addGang(p, "pcs-1", spreadGang(1, rackKey, "pcs-1", true), 1, "1")
+	p.gangs.Bind(r1[0], "r2-b")
+
+	// A scaled gang of replica 0 is not pushed away by its own replica: r1 is the tightest.
+	own := addGang(p, "pcs-0-sg-2", spreadGang(1, rackKey, "pcs-0", true), 1, "1")
+	res, st := p.PreFilter(context.Background(), framework.NewCycleState(), own[0], fourRacks())
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r1-a", "r1-b"), res.NodeNames)
+
+	// Replica 2 gets a rack nobody uses; Filter holds it there.
+	pods := addGang(p, "pcs-2", spreadGang(4, rackKey, "pcs-2", true), 4, "1")
+	state := framework.NewCycleState()
+	res, st = p.PreFilter(context.Background(), state, pods[0], fourRacks())
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r3-a", "r3-b"), res.NodeNames)
+
+	// Replica 3 without a pack key: any node outside r1 and r2, and Filter refuses r2's nodes.
+	loose := addGang(p, "pcs-3", spreadGang(1, "", "pcs-3", true), 1, "1")
+	state = framework.NewCycleState()
+	res, st = p.PreFilter(context.Background(), state, loose[0], fourRacks())
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r3-a", "r3-b", "r4-a", "r4-b"), res.NodeNames)
+	st = p.Filter(context.Background(), state, loose[0], nodeInfo(testNode("r2-a", "2", rackKey, "r2")))
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code())
+	assert.Equal(t, "node is in a domain another replica of the gang's spread group uses", st.Message())
+}
+
+func TestPreFilterTurnsAwayARequiredSpreadReplicaWithoutAFreeRack(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	for i, r := range []string{"r1", "r2", "r3", "r4"} {
+		name := "pcs-" + string(rune('0'+i))
+		pods := addGang(p, name, spreadGang(1, rackKey, name, true), 1, "1")
+		p.gangs.Bind(pods[0], r+"-a")
+	}
+	fifth := addGang(p, "pcs-4", spreadGang(2, rackKey, "pcs-4", true), 2, "1")
+	_, st := p.PreFilter(context.Background(), framework.NewCycleState(), fifth[0], fourRacks())
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code())
+	assert.Contains(t, st.Message(), `within a domain of its own: no rack (`+rackKey+`) that holds it is free of the other replicas of its PodCliqueSet`)
+}
+
+func TestPreFilterSteersAPreferredSpreadReplicaToTheLeastUsedRack(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	// Replicas in r1 (twice) and r2; r3 and r4 are empty but r1's free node is the tightest fit.
+	for i, n := range []string{"r1-a", "r1-a", "r2-a"} {
+		name := "pcs-" + string(rune('0'+i))
+		pods := addGang(p, name, spreadGang(1, rackKey, name, false), 1, "1")
+		p.gangs.Bind(pods[0], n)
+	}
+	pods := addGang(p, "pcs-3", spreadGang(1, rackKey, "pcs-3", false), 1, "1")
+	res, st := p.PreFilter(context.Background(), framework.NewCycleState(), pods[0], fourRacks())
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r3-a", "r3-b"), res.NodeNames)
+}
+
+func TestNodeChangeOfTheSpreadKeyRequeues(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	pods := addGang(p, "g", spreadGang(1, "", "g", true), 1, "1")
+	base := testNode("n", "8", rackKey, "r1", zoneKey, "z1")
+	moved := base.DeepCopy()
+	moved.Labels[rackKey] = "r9"
+	rezoned := base.DeepCopy()
+	rezoned.Labels[zoneKey] = "z9"
+	for name, tc := range map[string]struct {
+		new  *v1.Node
+		want fwk.QueueingHint
+	}{
+		"the spread key changed":                      {new: moved, want: fwk.Queue},
+		"a key the gang neither packs nor spreads by": {new: rezoned, want: fwk.QueueSkip},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := p.isSchedulableAfterNodeChange(klog.Background(), pods[0], base, tc.new)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
