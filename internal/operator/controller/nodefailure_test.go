@@ -43,18 +43,29 @@ func (e *env) setNodeReady(name string, status corev1.ConditionStatus) time.Time
 	return now.Time
 }
 
-// placeGang binds the PodClique's n pods: the first len(nodes)-1 to nodes[0] (a kwok node, so
-// they run), the last to nodes[1]. It returns the pods by name.
-func (e *env) placeGang(pclq string, n int, running, last string) (map[types.UID]string, corev1.Pod) {
+// placeGang binds the PodClique's n pods: the first n-1 to running (a kwok node, so they run),
+// the last to last. It returns the UIDs of the first and the last pod.
+func (e *env) placeGang(pclq string, n int32, running, last string) (map[types.UID]string, corev1.Pod) {
 	e.t.Helper()
-	pods := e.ungatedPods(pclq, n)
+	pods := e.ungatedPods(pclq, int(n))
 	kept := map[types.UID]string{}
 	for _, p := range pods[:n-1] {
 		e.bind(&p, running)
 		kept[p.UID] = p.Name
 	}
 	e.bind(&pods[n-1], last)
+	pods[n-1].Spec.NodeName = last
+	e.waitScheduled(pclq, n)
 	return kept, pods[n-1]
+}
+
+// waitScheduled waits until the PodClique's status counts n pods bound: the operator's cache
+// shows the bindings, so a node event that follows finds the pods on the node.
+func (e *env) waitScheduled(pclq string, n int32) {
+	e.t.Helper()
+	e.eventually(func(c *assert.CollectT) {
+		assert.Equal(c, n, e.pclq(c, pclq).Status.ScheduledReplicas)
+	}, "%s has %d pods bound", pclq, n)
 }
 
 // podGone reports whether a pod is gone (not merely terminating).
@@ -236,6 +247,7 @@ func TestNodeFailureDeletedNodeForceDeletesStuckPods(t *testing.T) {
 	e.bind(&pods[0], running)
 	e.bind(&pods[1], failing)
 	e.bind(&pods[2], failing)
+	e.waitScheduled("nf-0-w", 3)
 	stranger := e.strangerPod(failing, "nf")
 	e.deletePod(pods[1].Name)
 	e.eventually(func(c *assert.CollectT) { assert.Len(c, e.pods("nf-0-w"), 3, "the deleted pod is replaced") })
@@ -290,6 +302,7 @@ func TestNodeFailureBackOffAndBudget(t *testing.T) {
 		next := e.node()
 		e.bind(&lost, next)
 		lost.Spec.NodeName = next
+		e.waitScheduled("nf-0-w", 2)
 	}
 	// Status times have whole seconds.
 	assert.GreaterOrEqual(t, times[1].Sub(times[0]), backOff-time.Second, "the second replacement backs off")
