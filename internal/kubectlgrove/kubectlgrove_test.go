@@ -252,3 +252,34 @@ func TestTopologyShowsFreeCapacityAndGangs(t *testing.T) {
 		"rack r1  nodes=1  cpu free 63 of 64  nvidia.com/gpu free 8 of 16",
 	)
 }
+
+// A gang that lost a member to a failed node says so, with the node, on the PodGang and on the
+// PodCliqueSet; the other members are bound and running.
+func TestWhyMemberReplacing(t *testing.T) {
+	f := newFixture(t)
+	msg := "members lost on failed node n-3 are being replaced; the others keep running"
+	f.gang("work-0", 4,
+		metav1.Condition{Type: schedv1alpha1.PodGangConditionScheduled, Status: metav1.ConditionFalse, Reason: common.ReasonWaitingForPods, Message: "3 of 4 pods"},
+		metav1.Condition{Type: common.ConditionMemberReplacing, Status: metav1.ConditionTrue, Reason: common.ReasonNodeFailed, Message: msg})
+	for i := range 3 {
+		f.pod("work-0-w-"+string(rune('a'+i)), "work-0", "n-"+string(rune('0'+i)))
+	}
+	f.pod("work-0-w-d", "work-0", "")
+	pcs := &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Name: "work"}, Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 1,
+		Template: corev1alpha1.PodCliqueSetTemplateSpec{Cliques: []*corev1alpha1.PodCliqueTemplateSpec{{Name: "w",
+			Spec: corev1alpha1.PodCliqueSpec{Replicas: 4, PodSpec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}}}}
+	pcs.Status.TotalPodGangs = 1
+	now := metav1.Now()
+	pcs.Status.Conditions = []metav1.Condition{
+		{Type: common.ConditionReady, Status: metav1.ConditionFalse, Reason: common.ReasonPodGangUnschedulable, Message: "PodGang work-0 is not scheduled", LastTransitionTime: now},
+		{Type: common.ConditionMemberReplacing, Status: metav1.ConditionTrue, Reason: common.ReasonNodeFailed,
+			Message: "replica 0 lost pods on node n-3: those pods are being replaced, the rest keep running", LastTransitionTime: now},
+	}
+	f.create(pcs)
+	out := f.why("PodCliqueSet", "work")
+	assertLines(t, out,
+		"condition MemberReplacing (NodeFailed): replica 0 lost pods on node n-3",
+		"1. pods: 4 exist, 3 bound to nodes, 0 still gated",
+		"grove-operator: NodeFailed — "+msg,
+		"next: ")
+}

@@ -92,7 +92,9 @@ func (x *explainer) podCliqueSet(ctx context.Context, name string) error {
 		x.say("  ", "operator error %s: %s", e.Code, e.Description)
 	}
 	for _, cond := range pcs.Status.Conditions {
-		if cond.Type != common.ConditionReady && cond.Status == metav1.ConditionTrue {
+		// An exhausted replacement budget is False but lasting: it is why a replica stays short.
+		exhausted := cond.Type == common.ConditionMemberReplacing && cond.Reason == common.ReasonReplacementBudgetExhausted
+		if cond.Type != common.ConditionReady && (cond.Status == metav1.ConditionTrue || exhausted) {
 			x.say("  ", "condition %s (%s): %s", cond.Type, cond.Reason, cond.Message)
 		}
 	}
@@ -259,6 +261,12 @@ func (x *explainer) podGang(ctx context.Context, name, indent string) error {
 		reason("grove-scheduler: %s — %s", scheduled.Reason, scheduled.Message)
 		if next == "" {
 			next = nextForScheduler(scheduled)
+		}
+	}
+	if mr := apimeta.FindStatusCondition(g.Status.Conditions, common.ConditionMemberReplacing); mr != nil && mr.Reason != common.ReasonMembersReplaced {
+		reason("grove-operator: %s — %s", mr.Reason, mr.Message)
+		if next == "" && mr.Status == metav1.ConditionTrue {
+			next = "the replacements are placed next to the members that kept running once there is room in their domain; the others are not restarted"
 		}
 	}
 	for _, p := range preempted {

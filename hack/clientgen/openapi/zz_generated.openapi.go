@@ -66,6 +66,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueUpdateProgress":                    schema_pkg_api_core_v1alpha1_PodCliqueUpdateProgress(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodGangStatus":                              schema_pkg_api_core_v1alpha1_PodGangStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodsSelectedToUpdate":                       schema_pkg_api_core_v1alpha1_PodsSelectedToUpdate(ref),
+		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaNodeFailureStatus":                   schema_pkg_api_core_v1alpha1_ReplicaNodeFailureStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint":                    schema_pkg_api_core_v1alpha1_ReplicaSpreadConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceClaimTemplateConfig":                schema_pkg_api_core_v1alpha1_ResourceClaimTemplateConfig(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceSharingSpec":                        schema_pkg_api_core_v1alpha1_ResourceSharingSpec(ref),
@@ -1581,12 +1582,33 @@ func schema_pkg_api_core_v1alpha1_PodCliqueSetStatus(ref common.ReferenceCallbac
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueSetUpdateProgress"),
 						},
 					},
+					"nodeFailures": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"replicaIndex",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeFailures are the replicas with a node failure in progress or remembered for the back-off.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaNodeFailureStatus"),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"updatedReplicas", "availableReplicas"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.LastError", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueSetUpdateProgress", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodGangStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.Condition"},
+			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.LastError", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodCliqueSetUpdateProgress", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.PodGangStatus", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaNodeFailureStatus", "k8s.io/apimachinery/pkg/apis/meta/v1.Condition"},
 	}
 }
 
@@ -1648,6 +1670,13 @@ func schema_pkg_api_core_v1alpha1_PodCliqueSetTemplateSpec(ref common.ReferenceC
 						SchemaProps: spec.SchemaProps{
 							Description: "TerminationDelay is how long a replica may stay below its minimums before Grove recreates it as a gang. Defaults to 4h. The rule runs in the schema so a malformed value gets a field-pathed error: a Go client could not even decode it.",
 							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Duration"),
+						},
+					},
+					"nodeFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeFailurePolicy is what grove-operator does when a node running a bound member fails: ReplaceInDomain (unset) replaces only that node's pods; RecreateGang recreates the replica.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"resourceClaimTemplates": {
@@ -2239,6 +2268,70 @@ func schema_pkg_api_core_v1alpha1_PodsSelectedToUpdate(ref common.ReferenceCallb
 				Required: []string{"current"},
 			},
 		},
+	}
+}
+
+func schema_pkg_api_core_v1alpha1_ReplicaNodeFailureStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplicaNodeFailureStatus is what grove-operator remembers of the node failures of one PodCliqueSet replica: the replacement in progress, if any, and how many it made recently (for the back-off and the budget).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"replicaIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReplicaIndex is the PodCliqueSet replica.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"replacements": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replacements counts the replacements made since the replica last went nodeFailure.resetAfter without one.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"lastReplacementTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastReplacementTime is when the last replacement was made.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"failedNodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedNodes are the failed nodes whose pods are being replaced; empty once the replica is whole again.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"failedSince": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedSince is when the first of FailedNodes failed (its Ready condition left True); the replacement's duration is measured from it.",
+							Ref:         ref("k8s.io/apimachinery/pkg/apis/meta/v1.Time"),
+						},
+					},
+					"budgetExhausted": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BudgetExhausted is set once the replica used nodeFailure.maxReplacements: its pods on failed nodes are no longer replaced, and gang termination (terminationDelay) applies. Cleared once the replica goes nodeFailure.resetAfter without a node failure.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"replicaIndex"},
+			},
+		},
+		Dependencies: []string{
+			"k8s.io/apimachinery/pkg/apis/meta/v1.Time"},
 	}
 }
 

@@ -108,6 +108,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, cfg *configv1alpha1
 		StatusClient: client.WithFieldOwner(clients[podcliqueset.StatusWriterName], apicommon.OperatorFieldManager),
 		Registry:     registry, Recorder: recorder, TopologyAwareScheduling: cfg.TopologyAwareScheduling,
 		Claims: claims, PartialBindingTimeout: cfg.PodGang.PartialBindingTimeout.Duration,
+		NodeFailure: cfg.NodeFailure,
 	}).SetupWithManager(ctx, mgr, controllerOpts(c.PodCliqueSet)); err != nil {
 		return fmt.Errorf("setting up the PodCliqueSet controller: %w", err)
 	}

@@ -27,7 +27,7 @@ var (
 	PodsCreated = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "grove_operator_pods_created_total", Help: "Pods grove-operator created for PodCliques."})
 	PodsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "grove_operator_pods_deleted_total", Help: "Pods grove-operator deleted, by reason (scale_in, update, clique_deleted: the PodClique was deleted, e.g. by a gang termination)."},
+		Name: "grove_operator_pods_deleted_total", Help: "Pods grove-operator deleted, by reason (scale_in, update, clique_deleted: the PodClique was deleted, e.g. by a gang termination; node_failure, node_failure_forced: the pod's node failed)."},
 		[]string{"reason"})
 	GatesLifted = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "grove_operator_scheduling_gates_lifted_total", Help: "Pods whose PodGang scheduling gate grove-operator removed."})
@@ -37,6 +37,12 @@ var (
 	GangTerminations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "grove_operator_gang_terminations_total", Help: "Gang terminations: PodCliqueSet replicas and scaling-group replicas recreated after staying below minAvailable.",
 	}, []string{"scope"})
+	MemberReplacements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "grove_operator_member_replacements_total", Help: "Replacements of the pods a failed node took from a PodCliqueSet replica, by nodeFailurePolicy (ReplaceInDomain: the node's pods; RecreateGang: the whole replica).",
+	}, []string{"policy"})
+	MemberReplacementSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "grove_operator_member_replacement_duration_seconds", Help: "Time from a node's failure (its Ready condition leaving True) to the replica that lost pods on it having every pod ready again.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14)})
 	ReconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "grove_operator_reconcile_errors_total", Help: "Failed reconciles of Grove's controllers, by controller and failing component."},
 		[]string{"controller", "component"})
@@ -47,8 +53,12 @@ const (
 	DeleteScaleIn       = "scale_in"
 	DeleteUpdate        = "update"
 	DeleteCliqueDeleted = "clique_deleted"
-	ScopeReplica        = "podcliqueset_replica"
-	ScopeScalingGroup   = "scaling_group_replica"
+	// DeleteNodeFailure: the pod's node failed; DeleteNodeFailureForced: it was force-deleted
+	// (grace period 0) because the node is gone or unreachable.
+	DeleteNodeFailure       = "node_failure"
+	DeleteNodeFailureForced = "node_failure_forced"
+	ScopeReplica            = "podcliqueset_replica"
+	ScopeScalingGroup       = "scaling_group_replica"
 )
 
 // ObserveReconcileError counts a failed reconcile of controller, labelled with the component
@@ -191,11 +201,14 @@ func conditionValue(c *metav1.Condition) string {
 // read through c (the manager's cache).
 func Register(c client.Reader) error {
 	// Every series a dashboard panel sums exists from the start, at 0.
-	for _, r := range []string{DeleteScaleIn, DeleteUpdate, DeleteCliqueDeleted} {
+	for _, r := range []string{DeleteScaleIn, DeleteUpdate, DeleteCliqueDeleted, DeleteNodeFailure, DeleteNodeFailureForced} {
 		PodsDeleted.WithLabelValues(r)
 	}
 	for _, sc := range []string{ScopeReplica, ScopeScalingGroup} {
 		GangTerminations.WithLabelValues(sc)
+	}
+	for _, p := range []corev1alpha1.NodeFailurePolicy{corev1alpha1.NodeFailurePolicyReplaceInDomain, corev1alpha1.NodeFailurePolicyRecreateGang} {
+		MemberReplacements.WithLabelValues(string(p))
 	}
 	for _, c := range []string{"podcliqueset", "podclique"} {
 		ReconcileErrors.WithLabelValues(c, "reconcile")
@@ -203,7 +216,7 @@ func Register(c client.Reader) error {
 	for _, st := range []corev1alpha1.UpdateStrategyType{corev1alpha1.RollingRecreateStrategy, corev1alpha1.CoherentStrategy, corev1alpha1.OnDeleteStrategy} {
 		RollingUpdateSeconds.WithLabelValues(string(st))
 	}
-	for _, col := range []prometheus.Collector{PodsCreated, PodsDeleted, GatesLifted, GatedSeconds, GangTerminations, ReconcileErrors, RollingUpdateSeconds, StartupWaitSeconds, stateCollector{c}} {
+	for _, col := range []prometheus.Collector{PodsCreated, PodsDeleted, GatesLifted, GatedSeconds, GangTerminations, MemberReplacements, MemberReplacementSeconds, ReconcileErrors, RollingUpdateSeconds, StartupWaitSeconds, stateCollector{c}} {
 		if err := ctrlmetrics.Registry.Register(col); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
 				return err

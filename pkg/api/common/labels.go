@@ -98,6 +98,9 @@ const (
 	// PodGangReadinessFieldManager owns a PodGang's Ready condition, lastScheduled and
 	// lastReady, which the operator derives from the gang's pods whatever the scheduler backend.
 	PodGangReadinessFieldManager = "grove-operator-podgang-readiness"
+	// NodeFailureFieldManager owns a PodGang's MemberReplacing condition, which the operator's
+	// node-failure handling applies.
+	NodeFailureFieldManager = "grove-operator-node-failure"
 )
 
 // grove-scheduler: what it writes on PodGangs.
@@ -287,6 +290,20 @@ const (
 	ReasonPartiallyBound         = "PartiallyBound"
 	ReasonPartialGangReleased    = "PartialGangReleased"
 	ReasonPartialBindingResolved = "PartialBindingResolved"
+
+	// ConditionMemberReplacing on a PodCliqueSet and on a PodGang is True while grove-operator
+	// replaces the pods a failed node took from a replica (the message names the node), and
+	// False once the replica is whole again or when its replacement budget is used up.
+	ConditionMemberReplacing = "MemberReplacing"
+	// Reasons of ConditionMemberReplacing. ReasonNodeFailed and ReasonMembersReplaced are also
+	// the reasons of the events on the PodCliqueSet.
+	ReasonNodeFailed                 = "NodeFailed"
+	ReasonReplacementBackOff         = "ReplacementBackOff"
+	ReasonMembersReplaced            = "MembersReplaced"
+	ReasonReplacementBudgetExhausted = "ReplacementBudgetExhausted"
+	// ReasonPodForceDeleted is the event of a pod force-deleted because its node is gone or
+	// unreachable past nodeFailure.grace.
+	ReasonPodForceDeleted = "PodForceDeleted"
 
 	// ConditionTranslated on a ClusterTopologyBinding is True while the ClusterTopology of its
 	// name is the binding's translation (kept equal to it by grove-operator).

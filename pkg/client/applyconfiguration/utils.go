@@ -100,6 +100,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &corev1alpha1.PodGangStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PodsSelectedToUpdate"):
 		return &corev1alpha1.PodsSelectedToUpdateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaNodeFailureStatus"):
+		return &corev1alpha1.ReplicaNodeFailureStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicaSpreadConstraint"):
 		return &corev1alpha1.ReplicaSpreadConstraintApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceClaimTemplateConfig"):

@@ -237,6 +237,13 @@ func replicaAvailable(members []*corev1alpha1.PodClique, want int) bool {
 func (c *gangTermination) recreateReplica(ctx context.Context, st *state, i int, rc *replicaCliques,
 	groups []*corev1alpha1.PodCliqueScalingGroup, breached []string, delay time.Duration) error {
 	msg := fmt.Sprintf("replica %d is recreated: %s stayed below minAvailable for %s", i, strings.Join(breached, ", "), delay)
+	return c.recreateReplicaFor(ctx, st, i, rc, groups, msg)
+}
+
+// recreateReplicaFor is recreateReplica with the reason given (msg), for the node-failure
+// policy RecreateGang too.
+func (c *gangTermination) recreateReplicaFor(ctx context.Context, st *state, i int, rc *replicaCliques,
+	groups []*corev1alpha1.PodCliqueScalingGroup, msg string) error {
 	var errs []error
 	for _, g := range groups {
 		errs = append(errs, c.setRecreating(ctx, st, g, msg))

@@ -58,11 +58,17 @@ type Reconciler struct {
 	// PartialBindingTimeout bounds how long a PodGang may stay partly bound
 	// (podGang.partialBindingTimeout); 0 means the default.
 	PartialBindingTimeout time.Duration
+	// NodeFailure configures the replacement of pods on failed nodes (nodefailure.go); unset
+	// keys take their defaults.
+	NodeFailure configv1alpha1.NodeFailureConfiguration
 
 	// syncedPodGangs remembers the generation and metadata of each PodGang the backend last
 	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
 	// failure. It is a memo of the backend's work, not of this controller's writes.
 	syncedPodGangs sync.Map // types.UID -> syncedGang
+	// nodeFailureMemo keeps the status.nodeFailures each PodCliqueSet's last reconcile computed
+	// (nodefailure.go).
+	nodeFailureMemo sync.Map // types.UID -> []corev1alpha1.ReplicaNodeFailureStatus
 	// writes records the PodCliqueSet controller's writes (its children, their deletes, the
 	// status), gangWrites those of the gang writer and its fast path (common.Writes): a
 	// reconcile starts only once the cache shows the last writes made for its PodCliqueSet. At
@@ -115,6 +121,11 @@ type state struct {
 	requeue time.Duration
 	// children: the PodCliqueSet's children as this reconcile observed them.
 	children *children
+	// nodeFailures is status.nodeFailures as the node-failure component computed it (set when
+	// nodeFailuresSynced); backOffs are the replicas whose next replacement waits, until when.
+	nodeFailures       []corev1alpha1.ReplicaNodeFailureStatus
+	nodeFailuresSynced bool
+	backOffs           map[int]time.Time
 	// mu guards requeue, podGangConflicts and nameConflicts, which the PodGang writes of one slow-start
 	// batch report concurrently.
 	mu sync.Mutex
@@ -151,6 +162,23 @@ func (s *state) requeueAfter(d time.Duration) {
 	}
 }
 
+// setBackOff records that replica i's next replacement waits until t.
+func (s *state) setBackOff(i int, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.backOffs == nil {
+		s.backOffs = map[int]time.Time{}
+	}
+	s.backOffs[i] = t
+}
+
+// backOff is when replica i's next replacement may be made (zero when it need not wait).
+func (s *state) backOff(i int) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.backOffs[i]
+}
+
 // updatingReplica reports whether a rolling update is replacing the pods of replica i.
 func (s *state) updatingReplica(i int) bool {
 	return common.IsReplicaBeingUpdated(s.stored, i)
@@ -175,7 +203,7 @@ func (s *state) translated() packing.Translated {
 func (r *Reconciler) components() []component.Component[*state] {
 	return []component.Component[*state]{
 		&serviceAccounts{r}, &roles{r}, &roleBindings{r}, &resourceClaims{r},
-		&gangTermination{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r},
+		&gangTermination{r}, &nodeFailures{r}, &podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r},
 		// The PodGangs have a controller of their own (gangwriter.go). Pods need not wait for
 		// their replica's Service: it comes after what gates them.
 		&headlessServices{r}, &partialGangs{r}, &gangReadiness{r},
@@ -187,7 +215,7 @@ func (r *Reconciler) components() []component.Component[*state] {
 // the PodGangs and what the pods used, the Services, claims and RBAC last.
 func (r *Reconciler) deletionOrder() []component.Component[*state] {
 	return []component.Component[*state]{
-		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r}, &partialGangs{r}, &gangTermination{r},
+		&podCliques{r}, &scalingGroups{r}, &horizontalPodAutoscalers{r}, &podGangs{r}, &partialGangs{r}, &gangTermination{r}, &nodeFailures{r},
 		&headlessServices{r}, &resourceClaims{r}, &roleBindings{r}, &roles{r}, &serviceAccounts{r},
 	}
 }

@@ -59,6 +59,8 @@ const IndexPriorityClassName = "grove.io/priorityClassName"
 //     deletion and spec drift;
 //   - owned ResourceClaims: deletion;
 //   - ClusterTopologies: the PodCliqueSets whose constraints name them;
+//   - Nodes: a change of Ready or of the unreachable taint, and deletion, for the
+//     PodCliqueSets with pods on them (nodefailure.go);
 //   - PriorityClasses: creation and deletion, for the PodCliqueSets whose pods name them;
 //   - the gang writer (gangwriter.go), which it starts: when its outcome for a PodCliqueSet
 //     changes.
@@ -78,6 +80,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1alpha1.PodCliqueSet{}, IndexPriorityClassName, func(obj client.Object) []string {
 		if pcs, ok := obj.(*corev1alpha1.PodCliqueSet); ok {
 			return priorityClassNames(pcs)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodNodeName, func(obj client.Object) []string {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}
 		}
 		return nil
 	}); err != nil {
@@ -121,6 +131,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Owns(&rbacv1.RoleBinding{}, deletion).
 		Owns(&resourcev1.ResourceClaim{}, builder.WithPredicates(resourceclaim.Deleted())).
 		Watches(&corev1alpha1.ClusterTopology{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfTopology)).
+		// A node's failure (Ready, the unreachable taint, its deletion) for the pods bound to it.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOnNode), builder.WithPredicates(nodeHealthChanged)).
 		Watches(&schedulingv1.PriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.podCliqueSetsOfPriorityClass),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		// The gang writer's outcome changed (status.podGangStatuses, conflicts, observedGeneration).

@@ -176,6 +176,12 @@ func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alph
 	setPodGangConflictCondition(&status.Conditions, st)
 	setPodCreateFailedCondition(&status.Conditions, st, pclqs)
 	setNameConflictCondition(&status.Conditions, st)
+	if st.nodeFailuresSynced {
+		status.NodeFailures = st.nodeFailures
+	}
+	if c := memberReplacingCondition(st, status.NodeFailures); c != nil {
+		common.SetCondition(&status.Conditions, *c, st.stored.Generation)
+	}
 	status.LastErrors = lastErrors(status.LastErrors, st, syncErr)
 	return status
 }

@@ -114,6 +114,7 @@ func SetDefaults_OperatorConfiguration(c *OperatorConfiguration) {
 	}
 	setString(&c.StartupWaiter.Image, DefaultStartupWaiterImg)
 	setDuration(&c.PodGang.PartialBindingTimeout, DefaultPartialBindingTimeout)
+	SetDefaultsNodeFailure(&c.NodeFailure)
 }
 
 func setDuration(d *metav1.Duration, v time.Duration) {
@@ -155,4 +156,29 @@ func PprofAddress(d *DebuggingConfiguration) string {
 		return *d.PprofBindAddress
 	}
 	return net.JoinHostPort(ptr.Deref(d.PprofBindHost, DefaultPprofBindHost), strconv.Itoa(ptr.Deref(d.PprofBindPort, DefaultPprofBindPort)))
+}
+
+// Defaults of nodeFailure.
+const (
+	// DefaultNodeFailureGrace is short against Kubernetes' 300s taint eviction, long against
+	// a kubelet's missed heartbeats: the node controller reports Unknown only after 40-50s.
+	DefaultNodeFailureGrace                 = 30 * time.Second
+	DefaultNodeFailureInitialBackOff        = 10 * time.Second
+	DefaultNodeFailureMaxBackOff            = 5 * time.Minute
+	DefaultNodeFailureMaxReplacements int32 = 10
+	DefaultNodeFailureResetAfter            = time.Hour
+)
+
+// SetDefaultsNodeFailure fills the unset keys of nodeFailure.
+func SetDefaultsNodeFailure(n *NodeFailureConfiguration) {
+	setDuration(&n.Grace, DefaultNodeFailureGrace)
+	setDuration(&n.InitialBackOff, DefaultNodeFailureInitialBackOff)
+	setDuration(&n.MaxBackOff, DefaultNodeFailureMaxBackOff)
+	setDuration(&n.ResetAfter, DefaultNodeFailureResetAfter)
+	if n.ForceDeletePods == nil {
+		n.ForceDeletePods = ptr.To(true)
+	}
+	if n.MaxReplacements == nil {
+		n.MaxReplacements = ptr.To(DefaultNodeFailureMaxReplacements)
+	}
 }

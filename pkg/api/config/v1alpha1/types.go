@@ -33,6 +33,9 @@ type OperatorConfiguration struct {
 	// PodGang configures how the operator heals PodGangs.
 	// +optional
 	PodGang PodGangConfiguration `json:"podGang,omitempty"`
+	// NodeFailure configures how the operator replaces the members of a gang on a failed node.
+	// +optional
+	NodeFailure NodeFailureConfiguration `json:"nodeFailure,omitempty"`
 	// Debugging configures the profiling endpoint.
 	// +optional
 	Debugging *DebuggingConfiguration `json:"debugging,omitempty"`
@@ -284,4 +287,40 @@ type PodGangConfiguration struct {
 	// Unset or 0 means DefaultPartialBindingTimeout.
 	// +optional
 	PartialBindingTimeout metav1.Duration `json:"partialBindingTimeout,omitempty"`
+}
+
+// NodeFailureConfiguration configures how grove-operator replaces the pods of a gang whose
+// node failed, per PodCliqueSet replica (the PodCliqueSet's nodeFailurePolicy chooses between
+// replacing the lost pods and recreating the replica).
+type NodeFailureConfiguration struct {
+	// Grace is how long a node must be NotReady or Unknown (or carry the unreachable taint)
+	// before its Grove pods are replaced; a deleted node counts once its pods have been bound
+	// for as long. It must stay below the pods' tolerationSeconds for the not-ready and
+	// unreachable taints (300s by default), so the replacement comes before Kubernetes' own
+	// eviction. Unset or 0 means DefaultNodeFailureGrace.
+	// +optional
+	Grace metav1.Duration `json:"grace,omitempty"`
+	// ForceDeletePods force-deletes (grace period 0) the Grove pods of a node that is gone or
+	// unreachable (Ready Unknown, or the unreachable taint) past Grace, so a pod a dead kubelet
+	// will never confirm does not stay Terminating and hold what its replacement needs. Pods of
+	// a node whose kubelet still reports (Ready False) are deleted gracefully. Default true.
+	// +optional
+	ForceDeletePods *bool `json:"forceDeletePods,omitempty"`
+	// InitialBackOff is the least time between two replacements in one replica; it doubles
+	// with each further replacement up to MaxBackOff. Unset or 0 means DefaultNodeFailureInitialBackOff.
+	// +optional
+	InitialBackOff metav1.Duration `json:"initialBackOff,omitempty"`
+	// MaxBackOff caps the back-off. Unset or 0 means DefaultNodeFailureMaxBackOff.
+	// +optional
+	MaxBackOff metav1.Duration `json:"maxBackOff,omitempty"`
+	// MaxReplacements is the budget of replacements of one replica: past it, the replica's
+	// pods on failed nodes are no longer replaced (the PodCliqueSet's MemberReplacing condition
+	// turns False, reason ReplacementBudgetExhausted) and gang termination applies. Unset
+	// means DefaultNodeFailureMaxReplacements.
+	// +optional
+	MaxReplacements *int32 `json:"maxReplacements,omitempty"`
+	// ResetAfter is how long a replica must go without a replacement for its count (and an
+	// exhausted budget) to start afresh. Unset or 0 means DefaultNodeFailureResetAfter.
+	// +optional
+	ResetAfter metav1.Duration `json:"resetAfter,omitempty"`
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -28,6 +30,7 @@ func ValidateOperatorConfiguration(c *configv1alpha1.OperatorConfiguration) fiel
 	if d := c.PodGang.PartialBindingTimeout; d.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("podGang", "partialBindingTimeout"), d.String(), "must be positive"))
 	}
+	errs = append(errs, validateNodeFailure(c.NodeFailure, field.NewPath("nodeFailure"))...)
 	if c.StartupWaiter.Image == "" {
 		errs = append(errs, field.Required(field.NewPath("startupWaiter", "image"), "the startup waiter image is needed for clique startup ordering"))
 	}
@@ -227,4 +230,21 @@ func Error(errs field.ErrorList) error {
 		return nil
 	}
 	return fmt.Errorf("invalid operator configuration: %w", errs.ToAggregate())
+}
+
+func validateNodeFailure(n configv1alpha1.NodeFailureConfiguration, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for name, d := range map[string]metav1.Duration{"grace": n.Grace, "initialBackOff": n.InitialBackOff, "maxBackOff": n.MaxBackOff, "resetAfter": n.ResetAfter} {
+		if d.Duration <= 0 {
+			errs = append(errs, field.Invalid(p.Child(name), d.String(), "must be positive"))
+		}
+	}
+	if n.InitialBackOff.Duration > 0 && n.MaxBackOff.Duration > 0 && n.MaxBackOff.Duration < n.InitialBackOff.Duration {
+		errs = append(errs, field.Invalid(p.Child("maxBackOff"), n.MaxBackOff.String(), "must not be shorter than initialBackOff"))
+	}
+	if n.MaxReplacements != nil && *n.MaxReplacements < 0 {
+		errs = append(errs, field.Invalid(p.Child("maxReplacements"), *n.MaxReplacements, "must not be negative"))
+	}
+	slices.SortFunc(errs, func(a, b *field.Error) int { return strings.Compare(a.Field, b.Field) })
+	return errs
 }

@@ -31,6 +31,9 @@ func TestDefaultedEmptyConfigurationIsValid(t *testing.T) {
 	assert.Equal(t, 15*time.Second, c.LeaderElection.LeaseDuration.Duration)
 	assert.Equal(t, configv1alpha1.DefaultConcurrentSyncs, *c.Controllers.PodClique.ConcurrentSyncs)
 	assert.Equal(t, configv1alpha1.DefaultPartialBindingTimeout, c.PodGang.PartialBindingTimeout.Duration)
+	assert.Equal(t, configv1alpha1.DefaultNodeFailureGrace, c.NodeFailure.Grace.Duration)
+	assert.True(t, *c.NodeFailure.ForceDeletePods)
+	assert.Equal(t, configv1alpha1.DefaultNodeFailureMaxReplacements, *c.NodeFailure.MaxReplacements)
 }
 
 func TestDefaultsKeepSetValues(t *testing.T) {
@@ -40,7 +43,11 @@ func TestDefaultsKeepSetValues(t *testing.T) {
 		c.Scheduler.Profiles = []configv1alpha1.SchedulerProfile{{Name: configv1alpha1.SchedulerNameKAI}}
 		c.Controllers.PodCliqueSet.ConcurrentSyncs = ptr.To(9)
 		c.PodGang.PartialBindingTimeout = metav1.Duration{Duration: 30 * time.Second}
+		c.NodeFailure.ForceDeletePods = ptr.To(false)
+		c.NodeFailure.MaxReplacements = ptr.To[int32](0)
 	})
+	assert.False(t, *c.NodeFailure.ForceDeletePods, "force delete can be turned off")
+	assert.Zero(t, *c.NodeFailure.MaxReplacements, "a budget of 0 turns replacement off")
 	assert.Equal(t, 30*time.Second, c.PodGang.PartialBindingTimeout.Duration)
 	assert.Equal(t, 10443, c.Server.Webhooks.Port)
 	assert.Equal(t, configv1alpha1.LogFormatText, c.LogFormat)
@@ -75,6 +82,16 @@ func TestValidationReportsFieldPaths(t *testing.T) {
 		{"negative partial-binding timeout", func(c *configv1alpha1.OperatorConfiguration) {
 			c.PodGang.PartialBindingTimeout = metav1.Duration{Duration: -time.Second}
 		}, "podGang.partialBindingTimeout", field.ErrorTypeInvalid},
+		{"negative node-failure grace", func(c *configv1alpha1.OperatorConfiguration) {
+			c.NodeFailure.Grace = metav1.Duration{Duration: -time.Second}
+		}, "nodeFailure.grace", field.ErrorTypeInvalid},
+		{"max back-off below initial", func(c *configv1alpha1.OperatorConfiguration) {
+			c.NodeFailure.InitialBackOff = metav1.Duration{Duration: time.Minute}
+			c.NodeFailure.MaxBackOff = metav1.Duration{Duration: time.Second}
+		}, "nodeFailure.maxBackOff", field.ErrorTypeInvalid},
+		{"negative replacement budget", func(c *configv1alpha1.OperatorConfiguration) {
+			c.NodeFailure.MaxReplacements = ptr.To[int32](-1)
+		}, "nodeFailure.maxReplacements", field.ErrorTypeInvalid},
 		{"bad log level", func(c *configv1alpha1.OperatorConfiguration) { c.LogLevel = "loud" }, "logLevel", field.ErrorTypeNotSupported},
 		{"bad log format", func(c *configv1alpha1.OperatorConfiguration) { c.LogFormat = "xml" }, "logFormat", field.ErrorTypeNotSupported},
 		{"unknown scheduler", func(c *configv1alpha1.OperatorConfiguration) {

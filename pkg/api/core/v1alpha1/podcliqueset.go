@@ -152,6 +152,10 @@ type PodCliqueSetTemplateSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30s, 15m or 4h"
 	// +optional
 	TerminationDelay *metav1.Duration `json:"terminationDelay,omitempty"`
+	// NodeFailurePolicy is what grove-operator does when a node running a bound member fails:
+	// ReplaceInDomain (unset) replaces only that node's pods; RecreateGang recreates the replica.
+	// +optional
+	NodeFailurePolicy *NodeFailurePolicy `json:"nodeFailurePolicy,omitempty"`
 	// ResourceClaimTemplates declares inline ResourceClaimTemplate specs that resourceSharing
 	// entries at any level can refer to by name.
 	// +optional
@@ -279,6 +283,11 @@ type PodCliqueSetStatus struct {
 	// UpdateProgress reports an ongoing update.
 	// +optional
 	UpdateProgress *PodCliqueSetUpdateProgress `json:"updateProgress,omitempty"`
+	// NodeFailures are the replicas with a node failure in progress or remembered for the back-off.
+	// +optional
+	// +listType=map
+	// +listMapKey=replicaIndex
+	NodeFailures []ReplicaNodeFailureStatus `json:"nodeFailures,omitempty"`
 }
 
 // PodGangStatus summarises one PodGang of a PodCliqueSet.

@@ -502,6 +502,14 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.LastError
           elementRelationship: atomic
+    - name: nodeFailures
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ReplicaNodeFailureStatus
+          elementRelationship: associative
+          keys:
+          - replicaIndex
     - name: observedGeneration
       type:
         scalar: numeric
@@ -544,6 +552,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: headlessServiceConfig
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.HeadlessServiceConfig
+    - name: nodeFailurePolicy
+      type:
+        scalar: string
     - name: podCliqueScalingGroups
       type:
         list:
@@ -783,6 +794,31 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ReplicaNodeFailureStatus
+  map:
+    fields:
+    - name: budgetExhausted
+      type:
+        scalar: boolean
+    - name: failedNodes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: failedSince
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: lastReplacementTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: replacements
+      type:
+        scalar: numeric
+    - name: replicaIndex
+      type:
+        scalar: numeric
+      default: 0
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.ReplicaSpreadConstraint
   map:
     fields:

@@ -51,6 +51,8 @@ type PodCliqueSetStatusApplyConfiguration struct {
 	ScheduledPodGangs *int32 `json:"scheduledPodGangs,omitempty"`
 	// UpdateProgress reports an ongoing update.
 	UpdateProgress *PodCliqueSetUpdateProgressApplyConfiguration `json:"updateProgress,omitempty"`
+	// NodeFailures are the replicas with a node failure in progress or remembered for the back-off.
+	NodeFailures []ReplicaNodeFailureStatusApplyConfiguration `json:"nodeFailures,omitempty"`
 }
 
 // PodCliqueSetStatusApplyConfiguration constructs a declarative configuration of the PodCliqueSetStatus type for use with
@@ -167,5 +169,18 @@ func (b *PodCliqueSetStatusApplyConfiguration) WithScheduledPodGangs(value int32
 // If called multiple times, the UpdateProgress field is set to the value of the last call.
 func (b *PodCliqueSetStatusApplyConfiguration) WithUpdateProgress(value *PodCliqueSetUpdateProgressApplyConfiguration) *PodCliqueSetStatusApplyConfiguration {
 	b.UpdateProgress = value
+	return b
+}
+
+// WithNodeFailures adds the given value to the NodeFailures field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the NodeFailures field.
+func (b *PodCliqueSetStatusApplyConfiguration) WithNodeFailures(values ...*ReplicaNodeFailureStatusApplyConfiguration) *PodCliqueSetStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithNodeFailures")
+		}
+		b.NodeFailures = append(b.NodeFailures, *values[i])
+	}
 	return b
 }

@@ -43,6 +43,9 @@ type PodCliqueSetTemplateSpecApplyConfiguration struct {
 	// The rule runs in the schema so a malformed value gets a field-pathed error: a Go client
 	// could not even decode it.
 	TerminationDelay *v1.Duration `json:"terminationDelay,omitempty"`
+	// NodeFailurePolicy is what grove-operator does when a node running a bound member fails:
+	// ReplaceInDomain (unset) replaces only that node's pods; RecreateGang recreates the replica.
+	NodeFailurePolicy *corev1alpha1.NodeFailurePolicy `json:"nodeFailurePolicy,omitempty"`
 	// ResourceClaimTemplates declares inline ResourceClaimTemplate specs that resourceSharing
 	// entries at any level can refer to by name.
 	ResourceClaimTemplates []ResourceClaimTemplateConfigApplyConfiguration `json:"resourceClaimTemplates,omitempty"`
@@ -108,6 +111,14 @@ func (b *PodCliqueSetTemplateSpecApplyConfiguration) WithTopologyConstraint(valu
 // If called multiple times, the TerminationDelay field is set to the value of the last call.
 func (b *PodCliqueSetTemplateSpecApplyConfiguration) WithTerminationDelay(value v1.Duration) *PodCliqueSetTemplateSpecApplyConfiguration {
 	b.TerminationDelay = &value
+	return b
+}
+
+// WithNodeFailurePolicy sets the NodeFailurePolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NodeFailurePolicy field is set to the value of the last call.
+func (b *PodCliqueSetTemplateSpecApplyConfiguration) WithNodeFailurePolicy(value corev1alpha1.NodeFailurePolicy) *PodCliqueSetTemplateSpecApplyConfiguration {
+	b.NodeFailurePolicy = &value
 	return b
 }
 

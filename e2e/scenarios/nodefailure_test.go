@@ -1,0 +1,188 @@
+//go:build e2e
+
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ai-dynamo/grove/e2e/framework"
+	"github.com/ai-dynamo/grove/internal/testenv/cluster"
+	"github.com/ai-dynamo/grove/pkg/api/common"
+	configv1alpha1 "github.com/ai-dynamo/grove/pkg/api/config/v1alpha1"
+	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+)
+
+// nodeFailureGrace is the operator's nodeFailure.grace in this scenario.
+const nodeFailureGrace = 5 * time.Second
+
+// failNode makes a kwok node look like one whose kubelet died: kwok stops managing it (its
+// annotation goes, so no heartbeat sets it Ready again) and its Ready condition turns Unknown,
+// as the node lifecycle controller would set it. It returns when the node failed.
+func failNode(t *testing.T, env *framework.Env, name string) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{}
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		delete(n.Annotations, cluster.KwokNodeAnnotation)
+		return env.Client.Update(ctx, n)
+	}))
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == corev1.NodeReady {
+				n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+				n.Status.Conditions[i].LastTransitionTime, n.Status.Conditions[i].LastHeartbeatTime = now, now
+			}
+		}
+		return env.Client.Status().Update(ctx, n)
+	}))
+	return now.Time
+}
+
+// rackNodes creates n one-CPU kwok nodes <rack>-0 ... in one rack of the fabric.
+func rackNodes(t *testing.T, env *framework.Env, rack string, n int) {
+	t.Helper()
+	createNodes(t, env, rack, n, oneCPUNode, map[string]string{framework.ZoneKey: "z0", framework.BlockKey: "b0", framework.RackKey: rack})
+}
+
+// A failed node costs its pod, not the replica. A rack-packed gang of 4 one-CPU pods runs on 4
+// of the 5 nodes of rack r0; rack r1 has 5 free nodes. One gang node's kubelet dies: once
+// nodeFailure.grace has passed, its pod is force-deleted and recreated with its index, and the
+// replacement lands on the spare node of r0, next to the others; the other 3 pods keep their
+// UIDs and never restart. A second gang node fails when r0 has no room left and nothing can be
+// preempted: the replacement waits (r1's free nodes are not in the gang's rack) while the
+// other members keep running, for terminationDelay to decide.
+func TestNodeFailureReplacesInDomain(t *testing.T) {
+	env, _, ns := nodesEnv(t, framework.Options{OperatorConfig: func(cfg *configv1alpha1.OperatorConfiguration) {
+		cfg.NodeFailure.Grace = metav1.Duration{Duration: nodeFailureGrace}
+		cfg.NodeFailure.InitialBackOff = metav1.Duration{Duration: time.Second}
+	}}, 0, oneCPUNode)
+	ctx := context.Background()
+	fabricTopology(t, env, "fabric")
+	rackNodes(t, env, "r0", 5)
+	require.NoError(t, env.Client.Create(ctx, withTopology(pcs(ns, "nf", 1, clique("w", 4, "1")), "fabric", "rack", "")))
+	pods := waitPods(t, env, ns, "nf", 4, func(p corev1.Pod) bool { return p.Spec.NodeName != "" && isReady(&p) })
+	rackNodes(t, env, "r1", 5)
+
+	onNode := map[string]corev1.Pod{}
+	for _, p := range pods {
+		onNode[p.Spec.NodeName] = p
+	}
+	spare := ""
+	for i := range 5 {
+		if _, used := onNode[fmt.Sprintf("r0-%d", i)]; !used {
+			spare = fmt.Sprintf("r0-%d", i)
+		}
+	}
+	require.NotEmpty(t, spare)
+	victim := pods[0]
+	kept := map[types.UID]string{}
+	for _, p := range pods[1:] {
+		kept[p.UID] = p.Name
+	}
+
+	failedAt := failNode(t, env, victim.Spec.NodeName)
+	var replacement corev1.Pod
+	require.Eventually(t, func() bool {
+		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
+			if _, ok := kept[p.UID]; !ok && p.UID != victim.UID && p.Spec.NodeName != "" && isReady(&p) {
+				replacement = p
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 250*time.Millisecond, "the lost pod is never replaced")
+	assert.Equal(t, spare, replacement.Spec.NodeName, "the replacement lands on the spare node of the gang's rack")
+	assert.Equal(t, victim.Spec.Hostname, replacement.Spec.Hostname, "the replacement keeps the index")
+	assert.False(t, replacement.CreationTimestamp.Time.Before(failedAt.Add(nodeFailureGrace)), "nothing is replaced inside the grace")
+	t.Logf("node failed at %s; replacement created %s, ready at %s", failedAt.Format(time.RFC3339), replacement.CreationTimestamp.Format(time.RFC3339), readySince(&replacement))
+	assertKept(t, env, ns, kept)
+	require.Eventually(t, func() bool {
+		c := apimeta.FindStatusCondition(getPCS(t, env, ns, "nf").Status.Conditions, common.ConditionMemberReplacing)
+		return c != nil && c.Reason == common.ReasonMembersReplaced
+	}, time.Minute, 250*time.Millisecond, "MemberReplacing never says the replica is whole")
+
+	// r0 is full now: the next replacement has nowhere to go in the gang's rack.
+	kept[replacement.UID] = replacement.Name
+	second := pods[1]
+	delete(kept, second.UID)
+	failNode(t, env, second.Spec.NodeName)
+	var waiting corev1.Pod
+	require.Eventually(t, func() bool {
+		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
+			if _, ok := kept[p.UID]; !ok && p.UID != second.UID && unschedulable(&p) {
+				waiting = p
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 250*time.Millisecond, "the second replacement is never tried by the scheduler")
+	assert.Empty(t, waiting.Spec.NodeName, "the replacement does not leave the gang's rack")
+	assertKept(t, env, ns, kept)
+	c := apimeta.FindStatusCondition(getPCS(t, env, ns, "nf").Status.Conditions, common.ConditionMemberReplacing)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Contains(t, c.Message, second.Spec.NodeName)
+}
+
+// assertKept checks that every pod in kept is still there, running, never restarted.
+func assertKept(t *testing.T, env *framework.Env, ns string, kept map[types.UID]string) {
+	t.Helper()
+	live := map[types.UID]corev1.Pod{}
+	for _, p := range livePods(podsOf(t, env, ns, "nf")) {
+		live[p.UID] = p
+	}
+	for uid, name := range kept {
+		p, ok := live[uid]
+		if assert.True(t, ok, "%s kept running", name) {
+			assert.True(t, isReady(&p), "%s ready", name)
+			for _, s := range p.Status.ContainerStatuses {
+				assert.Zero(t, s.RestartCount, "%s never restarted", name)
+			}
+		}
+	}
+}
+
+func readySince(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Format(time.RFC3339)
+		}
+	}
+	return "-"
+}
+
+// unschedulable: the scheduler tried the pod and found no place (PodScheduled False).
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
+}
+
+func getPCS(t *testing.T, env *framework.Env, ns, name string) *corev1alpha1.PodCliqueSet {
+	t.Helper()
+	p := &corev1alpha1.PodCliqueSet{}
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p))
+	return p
+}
