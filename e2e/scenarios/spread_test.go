@@ -28,8 +28,8 @@ func withReplicaSpread(p *corev1alpha1.PodCliqueSet, spread corev1alpha1.Replica
 	return p
 }
 
-// racksByReplica maps each PodCliqueSet replica with bound pods to the racks of those pods.
-func racksByReplica(t *testing.T, env *framework.Env, ns, name string) map[string][]string {
+// spreadRacks maps each PodCliqueSet replica with bound pods to the racks of those pods.
+func spreadRacks(t *testing.T, env *framework.Env, ns, name string) map[string][]string {
 	t.Helper()
 	byReplica := map[string]map[string]int{}
 	for _, p := range podsOf(t, env, ns, name) {
@@ -75,11 +75,11 @@ func TestRequiredReplicaSpread(t *testing.T) {
 			}
 		}
 		return waiting != "" && countBound(podsOf(t, env, ns, "spread")) == 8
-	}, 2*time.Minute, 500*time.Millisecond, fmt.Sprintf("racks by replica %v", racksByReplica(t, env, ns, "spread")))
+	}, 2*time.Minute, 500*time.Millisecond, fmt.Sprintf("racks by replica %v", spreadRacks(t, env, ns, "spread")))
 	c := apimeta.FindStatusCondition(podGang(env, ns, "spread-"+waiting).Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
 	assert.Contains(t, c.Message, "within a domain of its own: no rack ("+framework.RackKey+") that holds it is free of the other replicas")
 
-	placed := racksByReplica(t, env, ns, "spread")
+	placed := spreadRacks(t, env, ns, "spread")
 	used := map[string]string{}
 	for replica, racks := range placed {
 		require.Len(t, racks, 1, "replica %s must be packed in one rack: %v", replica, placed)
@@ -95,7 +95,7 @@ func TestRequiredReplicaSpread(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "spread")) == 10 }, 2*time.Minute, 500*time.Millisecond,
 		describe(env, ns, "spread", "spread-"+waiting))
-	assert.Equal(t, []string{"new-z0-b0-r0"}, racksByReplica(t, env, ns, "spread")[waiting])
+	assert.Equal(t, []string{"new-z0-b0-r0"}, spreadRacks(t, env, ns, "spread")[waiting])
 	w.assertNoPartialGang()
 }
 
@@ -111,7 +111,7 @@ func TestPreferredReplicaSpreadSharesWhenRacksAreShort(t *testing.T) {
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "soft")) == 12 }, 2*time.Minute, 500*time.Millisecond)
 
 	perRack := map[string]int{}
-	for replica, racks := range racksByReplica(t, env, ns, "soft") {
+	for replica, racks := range spreadRacks(t, env, ns, "soft") {
 		require.Len(t, racks, 1, "replica %s must be packed in one rack", replica)
 		perRack[racks[0]]++
 	}
