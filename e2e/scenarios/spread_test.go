@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
 	"github.com/ai-dynamo/grove/pkg/api/common"
@@ -130,4 +131,53 @@ func keysOf(m map[string]string) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A lost rack does not break a required spread: four one-pod replicas spread over four racks
+// (no pack constraint), every rack with a host to spare. Replica 0's rack goes (its nodes and,
+// as the pod garbage collector would, their pods): the replacement pod may not join another
+// replica's rack although each has room, so it waits, saying why, until a new rack appears.
+func TestRequiredReplicaSpreadSurvivesRackLoss(t *testing.T) {
+	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
+	ctx := context.Background()
+	p := pcs(ns, "ha", 4, clique("w", 1, "2"))
+	p.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric",
+		ReplicaSpreadConstraints: []corev1alpha1.ReplicaSpreadConstraint{{Domain: "rack"}}}
+	require.NoError(t, env.Client.Create(ctx, p))
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ha")) == 4 }, 2*time.Minute, 500*time.Millisecond)
+	before := racksByReplica(t, env, ns, "ha")
+	racks := map[string]bool{}
+	for _, r := range before {
+		require.Len(t, r, 1)
+		racks[r[0]] = true
+	}
+	require.Len(t, racks, 4, "one replica per rack: %v", before)
+
+	lost := before["0"][0]
+	var nodes corev1.NodeList
+	require.NoError(t, env.Client.List(ctx, &nodes, client.MatchingLabels{framework.RackKey: lost}))
+	require.Len(t, nodes.Items, 2)
+	for i := range nodes.Items {
+		require.NoError(t, env.Client.Delete(ctx, &nodes.Items[i]))
+	}
+	for _, pod := range podsOf(t, env, ns, "ha") {
+		if pod.Labels[common.LabelPodCliqueSetReplicaIndex] == "0" {
+			require.NoError(t, env.Client.Delete(ctx, &pod, client.GracePeriodSeconds(0)))
+		}
+	}
+	require.Eventually(t, func() bool {
+		c := apimeta.FindStatusCondition(podGang(env, ns, "ha-0").Status.Conditions, schedv1alpha1.PodGangConditionScheduled)
+		return c != nil && c.Status == "False" && c.Reason == common.ReasonReplicaSpreadUnsatisfiable && len(podsOf(t, env, ns, "ha")) == 4
+	}, 2*time.Minute, 500*time.Millisecond, describe(env, ns, "ha", "ha-0"))
+	assert.Equal(t, 3, countBound(podsOf(t, env, ns, "ha")), "the replacement binds nowhere")
+	for replica, r := range racksByReplica(t, env, ns, "ha") {
+		assert.Equal(t, before[replica], r, "replica %s stays where it was", replica)
+	}
+
+	_, err := env.CreateNodes(ctx, framework.Fabric{Zones: 1, BlocksPerZone: 1, RacksPerBlock: 1, HostsPerRack: 1, Prefix: "new"}, twoCPUNode)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ha")) == 4 }, 2*time.Minute, 500*time.Millisecond,
+		describe(env, ns, "ha", "ha-0"))
+	assert.Equal(t, []string{"new-z0-b0-r0"}, racksByReplica(t, env, ns, "ha")["0"])
+	w.assertNoPartialGang()
 }

@@ -34,7 +34,8 @@ func newDomain(level corev1alpha1.TopologyDomain, value string) *domain {
 
 // Topology writes the domains of one ClusterTopology (every one when name is empty), broadest
 // first, each with its nodes' free and allocatable capacity and the PodGangs whose bound pods
-// all sit inside it (listed at the narrowest such domain).
+// all sit inside it (listed at the narrowest such domain), then every replica spread over one
+// of its levels: which replica is in which domain, and the skew.
 func Topology(ctx context.Context, c Clients, name string, w io.Writer) error {
 	var cts []corev1alpha1.ClusterTopology
 	topologies := c.Grove.GroveV1alpha1().ClusterTopologies()
@@ -62,11 +63,16 @@ func Topology(ctx context.Context, c Clients, name string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	gangs, err := c.Grove.SchedulerV1alpha1().PodGangs(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
 	for i := range cts {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
 		renderTopology(w, &cts[i], nodes.Items, pods.Items)
+		renderSpread(w, &cts[i], nodes.Items, pods.Items, gangs.Items)
 	}
 	return nil
 }
