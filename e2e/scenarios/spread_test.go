@@ -145,7 +145,7 @@ func TestRequiredReplicaSpreadSurvivesRackLoss(t *testing.T) {
 		ReplicaSpreadConstraints: []corev1alpha1.ReplicaSpreadConstraint{{Domain: "rack"}}}
 	require.NoError(t, env.Client.Create(ctx, p))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ha")) == 4 }, 2*time.Minute, 500*time.Millisecond)
-	before := racksByReplica(t, env, ns, "ha")
+	before := spreadRacks(t, env, ns, "ha")
 	racks := map[string]bool{}
 	for _, r := range before {
 		require.Len(t, r, 1)
@@ -170,7 +170,7 @@ func TestRequiredReplicaSpreadSurvivesRackLoss(t *testing.T) {
 		return c != nil && c.Status == "False" && c.Reason == common.ReasonReplicaSpreadUnsatisfiable && len(podsOf(t, env, ns, "ha")) == 4
 	}, 2*time.Minute, 500*time.Millisecond, describe(env, ns, "ha", "ha-0"))
 	assert.Equal(t, 3, countBound(podsOf(t, env, ns, "ha")), "the replacement binds nowhere")
-	for replica, r := range racksByReplica(t, env, ns, "ha") {
+	for replica, r := range spreadRacks(t, env, ns, "ha") {
 		assert.Equal(t, before[replica], r, "replica %s stays where it was", replica)
 	}
 
@@ -178,6 +178,6 @@ func TestRequiredReplicaSpreadSurvivesRackLoss(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "ha")) == 4 }, 2*time.Minute, 500*time.Millisecond,
 		describe(env, ns, "ha", "ha-0"))
-	assert.Equal(t, []string{"new-z0-b0-r0"}, racksByReplica(t, env, ns, "ha")["0"])
+	assert.Equal(t, []string{"new-z0-b0-r0"}, spreadRacks(t, env, ns, "ha")["0"])
 	w.assertNoPartialGang()
 }
