@@ -52,7 +52,7 @@ func (b *bench) deploymentRollout(ctx context.Context, n int) error {
 		return err
 	}
 	if _, err := track(ctx, b.cache, expectation{ns: ns, want: n}, plainMilestones, time.Now(), groveTimeout, nil); err != nil {
-		return fmt.Errorf("Deployment of %d pods never ready: %w", n, err)
+		return fmt.Errorf("the Deployment of %d pods was never ready: %w", n, err)
 	}
 	old, err := b.podUIDs(ctx, ns)
 	if err != nil {
