@@ -38,6 +38,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -297,6 +298,10 @@ type Result struct {
 	APIServerRequests int       `json:"apiserverRequests"`
 	Start             time.Time `json:"start"`
 	End               time.Time `json:"end"`
+	// PlacementScoreBefore/After are the PodGangs' mean placement score around a rollout (nil:
+	// none has one).
+	PlacementScoreBefore *float64 `json:"placementScoreBefore,omitempty"`
+	PlacementScoreAfter  *float64 `json:"placementScoreAfter,omitempty"`
 	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
 	Timeline []string `json:"timeline,omitempty"`
 }
@@ -379,6 +384,9 @@ func (b *bench) workloads(ctx context.Context) error {
 	}
 	if groups["disagg"] {
 		sizes = append(sizes, s.disaggPods())
+		if err := b.deploymentRollout(ctx, s.disaggPods()); err != nil {
+			return err
+		}
 	}
 	if groups["small"] {
 		sizes = append(sizes, 5*s.SmallSets)
@@ -474,20 +482,15 @@ func (b *bench) disaggWorkloads(ctx context.Context) error {
 	if err := b.noop(ctx, ns, "disagg"); err != nil {
 		return err
 	}
-	old, err := b.podUIDs(ctx, ns)
-	if err != nil {
-		return err
-	}
-	gen := &atomic.Int64{}
 	profile := b.profile(ctx, 40*time.Second, rollingUpdateProfile)
-	if err := b.measure(ctx, "rolling update of the disaggregated PCS", "grove", dn, growMilestones,
-		expectation{ns: ns, want: dn, old: old, grove: true, generation: gen}, 2*groveTimeout, func(ctx context.Context) error {
-			return b.updateTemplate(ctx, ns, "disagg", gen)
-		}); err != nil {
+	if err := b.rollDisagg(ctx, ns, "disagg", dn, nil, "2"); err != nil {
 		return err
 	}
 	if err := <-profile; err != nil {
 		fmt.Printf("   CPU profile: %v\n", err)
+	}
+	if err := b.rollDisagg(ctx, ns, "disagg", dn, ptr.To(intstr.FromString("25%")), "3"); err != nil {
+		return err
 	}
 	return b.deletePCS(ctx, ns, dn, "delete disaggregated PCS")
 }
@@ -541,15 +544,13 @@ func (b *bench) deletePCS(ctx context.Context, ns string, pods int, label string
 }
 
 // updateTemplate changes every clique's container environment: every pod is replaced.
-func (b *bench) updateTemplate(ctx context.Context, ns, name string, gen *atomic.Int64) error {
+func (b *bench) updateTemplate(ctx context.Context, ns, name, revision string, gen *atomic.Int64) error {
 	pcs := &corev1alpha1.PodCliqueSet{}
 	if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pcs); err != nil {
 		return err
 	}
 	for _, c := range pcs.Spec.Template.Cliques {
-		for i := range c.Spec.PodSpec.Containers {
-			c.Spec.PodSpec.Containers[i].Env = append(c.Spec.PodSpec.Containers[i].Env, corev1.EnvVar{Name: "BENCH_REVISION", Value: "2"})
-		}
+		setRevision(c.Spec.PodSpec.Containers, revision)
 	}
 	if err := b.admin.Update(ctx, pcs); err != nil {
 		return err

@@ -175,6 +175,15 @@ func (rep *Report) table(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	if rows := rep.rolloutRatios(); len(rows) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(rolloutHeads, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "workload\top. writes/pod\top. requests/pod\top. CPU ms/pod\tapiserver requests/pod\n")
 	for _, r := range rep.Results {
@@ -220,6 +229,13 @@ func (rep *Report) markdown(w io.Writer) error {
 	for _, r := range rep.Results {
 		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
 			p("| %s | %s |\n", r.Name, strings.Join(rep.ratios(r), " | "))
+		}
+	}
+	if rows := rep.rolloutRatios(); len(rows) > 0 {
+		p("\n## Rollouts to a Deployment's rolling update of the same pods (maxUnavailable 25%%, maxSurge 0; target: ready ≤ 1.5× at 25%%)\n\n")
+		p("| %s |\n|---|%s\n", strings.Join(rolloutHeads, " | "), strings.Repeat("---:|", len(rolloutHeads)-1))
+		for _, row := range rows {
+			p("| %s |\n", strings.Join(row, " | "))
 		}
 	}
 	p("\n## Per pod (targets: ≤ 3 operator writes per pod)\n\n")
