@@ -24,7 +24,8 @@ func (e *env) runAll(node string) {
 	e.t.Helper()
 	e.eventually(func(c *assert.CollectT) {
 		pods := e.pods("")
-		assert.NotEmpty(c, pods)
+		// Every pod the templates call for exists: pods still to be created are not ready yet.
+		assert.Len(c, pods, e.templatePods(c))
 		for _, p := range pods {
 			if p.Spec.NodeName == "" && !gated(&p) {
 				b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
@@ -34,6 +35,32 @@ func (e *env) runAll(node string) {
 			assert.True(c, isReady(&p), "%s ready", p.Name)
 		}
 	}, "every pod runs")
+}
+
+// templatePods is the number of pods the namespace's PodCliqueSets' templates call for.
+func (e *env) templatePods(c *assert.CollectT) int {
+	list := &corev1alpha1.PodCliqueSetList{}
+	if !assert.NoError(c, e.c.List(e.ctx, list, client.InNamespace(e.ns))) {
+		return -1
+	}
+	n := 0
+	for _, pcs := range list.Items {
+		t := &pcs.Spec.Template
+		perReplica := 0
+		for _, clq := range t.StandaloneCliques() {
+			perReplica += int(clq.Spec.Replicas)
+		}
+		for i := range t.PodCliqueScalingGroupConfigs {
+			g := &t.PodCliqueScalingGroupConfigs[i]
+			for _, name := range g.CliqueNames {
+				if clq := t.Clique(name); clq != nil {
+					perReplica += int(corev1alpha1.ScalingGroupReplicas(g)) * int(clq.Spec.Replicas)
+				}
+			}
+		}
+		n += int(pcs.Spec.Replicas) * perReplica
+	}
+	return n
 }
 
 func isReady(p *corev1.Pod) bool {
