@@ -5,6 +5,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ai-dynamo/grove/e2e/framework"
@@ -28,20 +30,26 @@ import (
 const nodeFailureGrace = 5 * time.Second
 
 // failNode makes a kwok node look like one whose kubelet died: kwok stops managing it (its
-// annotation goes, so no heartbeat sets it Ready again) and its Ready condition turns Unknown,
-// as the node lifecycle controller would set it. It returns when the node failed.
+// annotation goes, so no heartbeat sets it Ready again), and it gets what the node lifecycle
+// controller would give it: the unreachable taints and Ready Unknown. It returns when the node
+// failed.
 func failNode(t *testing.T, env *framework.Env, name string) time.Time {
 	t.Helper()
 	ctx := context.Background()
 	n := &corev1.Node{}
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			return err
 		}
 		delete(n.Annotations, cluster.KwokNodeAnnotation)
+		// The node lifecycle controller's taints (it does not run here): they keep the
+		// scheduler off the node.
+		n.Spec.Taints = append(n.Spec.Taints,
+			corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+			corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(now)})
 		return env.Client.Update(ctx, n)
 	}))
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
 			return err
@@ -126,21 +134,29 @@ func TestNodeFailureReplacesInDomain(t *testing.T) {
 	delete(kept, second.UID)
 	failNode(t, env, second.Spec.NodeName)
 	var waiting corev1.Pod
-	require.Eventually(t, func() bool {
+	decided := func() bool {
 		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
-			if _, ok := kept[p.UID]; !ok && p.UID != second.UID && unschedulable(&p) {
+			if _, ok := kept[p.UID]; !ok && p.UID != second.UID && (unschedulable(&p) || p.Spec.NodeName != "") {
 				waiting = p
 				return true
 			}
 		}
 		return false
-	}, 2*time.Minute, 250*time.Millisecond, "the second replacement is never tried by the scheduler")
+	}
+	if !assert.Eventually(t, decided, 2*time.Minute, 250*time.Millisecond, "the second replacement is never tried by the scheduler") {
+		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
+			t.Logf("pod %s node=%q conditions=%+v", p.Name, p.Spec.NodeName, p.Status.Conditions)
+		}
+		t.Logf("PodGang conditions: %+v", podGang(env, ns, common.BasePodGangName("nf", 0)).Status.Conditions)
+		t.FailNow()
+	}
 	assert.Empty(t, waiting.Spec.NodeName, "the replacement does not leave the gang's rack")
 	assertKept(t, env, ns, kept)
-	c := apimeta.FindStatusCondition(getPCS(t, env, ns, "nf").Status.Conditions, common.ConditionMemberReplacing)
-	require.NotNil(t, c)
-	assert.Equal(t, metav1.ConditionTrue, c.Status)
-	assert.Contains(t, c.Message, second.Spec.NodeName)
+	assert.Eventually(t, func() bool {
+		c := apimeta.FindStatusCondition(getPCS(t, env, ns, "nf").Status.Conditions, common.ConditionMemberReplacing)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, second.Spec.NodeName)
+	}, time.Minute, 250*time.Millisecond, "MemberReplacing names the second failed node while its replacement waits")
+	assertKept(t, env, ns, kept)
 }
 
 // assertKept checks that every pod in kept is still there, running, never restarted.

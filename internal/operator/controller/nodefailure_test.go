@@ -296,9 +296,14 @@ func TestNodeFailureBackOffAndBudget(t *testing.T) {
 				}
 			}
 		}, "round %d: replaced", round)
-		nf := e.pcs(t, "nf").Status.NodeFailures
-		require.Len(t, nf, 1)
-		times = append(times, nf[0].LastReplacementTime.Time)
+		var last time.Time
+		e.eventually(func(c *assert.CollectT) {
+			nf := e.pcs(c, "nf").Status.NodeFailures
+			if assert.Len(c, nf, 1) && assert.EqualValues(c, round+1, nf[0].Replacements) {
+				last = nf[0].LastReplacementTime.Time
+			}
+		}, "round %d: the replacement is counted", round)
+		times = append(times, last)
 		next := e.node()
 		e.bind(&lost, next)
 		lost.Spec.NodeName = next

@@ -519,7 +519,13 @@ func (c *nodeFailures) syncPodGangConditions(ctx context.Context, st *state, ent
 			continue
 		}
 		st.children.wrote(childPodGangs)
-		errs = append(errs, applyPodGangCondition(ctx, c.r.Client, pg, apicommon.NodeFailureFieldManager, want))
+		err := applyPodGangCondition(ctx, c.r.Client, pg, apicommon.NodeFailureFieldManager, want)
+		if apierrors.IsConflict(err) {
+			// The cached PodGang is behind (its scheduler wrote meanwhile): the next pass has it.
+			st.requeueAfter(time.Second)
+			continue
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
