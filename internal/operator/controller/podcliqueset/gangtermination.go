@@ -59,10 +59,11 @@ func (rc *replicaCliques) all() []*corev1alpha1.PodClique {
 	return out
 }
 
-func (c *gangTermination) Sync(ctx context.Context, st *state) error {
+// replicas returns the PodCliqueSet's scaling groups by name and its PodCliques by replica.
+func (c *gangTermination) replicas(ctx context.Context, st *state) (map[string]*corev1alpha1.PodCliqueScalingGroup, map[int]*replicaCliques, error) {
 	groups, err := st.children.ownedScalingGroups(ctx, st.stored)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	pcsgs := map[string]*corev1alpha1.PodCliqueScalingGroup{}
 	pcsgUIDs := map[types.UID]bool{}
@@ -70,6 +71,11 @@ func (c *gangTermination) Sync(ctx context.Context, st *state) error {
 		pcsgs[g.Name], pcsgUIDs[g.UID] = g, true
 	}
 	replicas, err := c.replicaCliques(ctx, st, pcsgUIDs)
+	return pcsgs, replicas, err
+}
+
+func (c *gangTermination) Sync(ctx context.Context, st *state) error {
+	pcsgs, replicas, err := c.replicas(ctx, st)
 	if err != nil {
 		return err
 	}

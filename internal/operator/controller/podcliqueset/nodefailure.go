@@ -275,16 +275,7 @@ func (c *nodeFailures) recreate(ctx context.Context, st *state, i int, l *replic
 		errs = append(errs, c.deletePod(ctx, p, l.nodes[p.Spec.NodeName].unreachable && ptr.Deref(cfg.ForceDeletePods, true)))
 	}
 	gt := &gangTermination{c.r}
-	groups, err := st.children.ownedScalingGroups(ctx, st.stored)
-	if err != nil {
-		return err
-	}
-	pcsgs := map[string]*corev1alpha1.PodCliqueScalingGroup{}
-	pcsgUIDs := map[types.UID]bool{}
-	for _, g := range groups {
-		pcsgs[g.Name], pcsgUIDs[g.UID] = g, true
-	}
-	replicas, err := gt.replicaCliques(ctx, st, pcsgUIDs)
+	pcsgs, replicas, err := gt.replicas(ctx, st)
 	if err != nil {
 		return err
 	}
