@@ -186,6 +186,50 @@ func TestNodeFailureReplacesOnlyTheLostPod(t *testing.T) {
 		"MemberReplacing has its own writer")
 }
 
+// TestNodeFailureReplicaIsWholeOnlyWhenItsPodsAre: while the replacement is pending, a
+// PodClique status that still counts every pod ready (it lags its pods) must not end the
+// replacement: MemberReplacing keeps naming the failed node until the replacement is ready.
+func TestNodeFailureReplicaIsWholeOnlyWhenItsPodsAre(t *testing.T) {
+	e := newEnv(t, nodeFailureConfig(time.Second))
+	running, failing := e.kwokNode(), e.node()
+	e.create(oneClique(e.ns, "nf", 3, nil))
+	kept, lost := e.placeGang("nf-0-w", 3, running, failing)
+	e.setNodeReady(failing, corev1.ConditionUnknown)
+	var replacement corev1.Pod
+	e.eventually(func(c *assert.CollectT) {
+		assert.True(c, e.podGone(c, lost))
+		pods := e.pods("nf-0-w")
+		if assert.Len(c, pods, 3) {
+			for _, p := range pods {
+				if _, ok := kept[p.UID]; !ok {
+					replacement = p
+				}
+			}
+		}
+		cond := e.memberReplacing(c, "nf")
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, apicommon.ReasonNodeFailed, cond.Reason)
+		}
+	}, "the lost pod is replaced")
+
+	// The PodClique's status says all 3 are ready, as a status that has not caught up would.
+	pclq := e.pclq(t, "nf-0-w")
+	pclq.Status.ReadyReplicas = 3
+	require.NoError(t, e.c.Status().Update(e.ctx, pclq))
+	assert.Never(t, func() bool {
+		cond := condition(e.pcs(t, "nf").Status.Conditions, apicommon.ConditionMemberReplacing)
+		return cond == nil || cond.Reason != apicommon.ReasonNodeFailed
+	}, 3*time.Second, 100*time.Millisecond, "the replica passes for whole while its replacement is pending")
+
+	e.bind(&replacement, running)
+	e.eventually(func(c *assert.CollectT) {
+		cond := e.memberReplacing(c, "nf")
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, apicommon.ReasonMembersReplaced, cond.Reason)
+		}
+	}, "the replica is whole once the replacement is ready")
+}
+
 // TestNodeFailureDeletesGracefullyUnlessUnreachable: a node whose kubelet still reports (Ready
 // False) gets a graceful delete; so does an unreachable one when forceDeletePods is off. Either
 // way the pod is replaced and the pod on the failed node stays Terminating.

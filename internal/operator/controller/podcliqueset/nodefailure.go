@@ -103,6 +103,10 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 	}
 	nodes := map[string]nodeHealth{}
 	losses := map[int]*replicaLoss{}
+	// ready counts each PodClique's ready pods on healthy nodes, from the pods themselves: a
+	// PodClique's status lags its pods, and a replica must not pass for whole while its
+	// replacement is still pending.
+	ready := map[types.UID]int32{}
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !groveMember(p, st.stored, cliques) {
@@ -118,6 +122,9 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 		if !h.failed {
 			if !h.since.IsZero() {
 				st.requeueAfter(h.since.Add(cfg.Grace.Duration).Sub(now))
+			}
+			if common.IsActive(p) && common.IsReady(p) && h.since.IsZero() {
+				ready[metav1.GetControllerOf(p).UID]++
 			}
 			continue
 		}
@@ -160,7 +167,7 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 		// Stuck pods go whatever the back-off: their replacements exist already.
 		errs = append(errs, c.forceDeleteStuck(ctx, st, l, cfg))
 		var err error
-		e, err = c.syncReplica(ctx, st, i, e, l, cfg, now)
+		e, err = c.syncReplica(ctx, st, i, e, l, ready, cfg, now)
 		errs = append(errs, err)
 		if e.Replacements > 0 || len(e.FailedNodes) > 0 || e.BudgetExhausted {
 			out = append(out, e)
@@ -178,7 +185,7 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 
 // syncReplica acts on what failed nodes took from replica i and returns its new status entry.
 func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e corev1alpha1.ReplicaNodeFailureStatus, l *replicaLoss,
-	cfg configv1alpha1.NodeFailureConfiguration, now time.Time) (corev1alpha1.ReplicaNodeFailureStatus, error) {
+	ready map[types.UID]int32, cfg configv1alpha1.NodeFailureConfiguration, now time.Time) (corev1alpha1.ReplicaNodeFailureStatus, error) {
 	quiet := e.LastReplacementTime == nil || now.Sub(e.LastReplacementTime.Time) >= cfg.ResetAfter.Duration
 	if quiet && len(e.FailedNodes) == 0 && (l == nil || len(l.active) == 0) {
 		// A replica that went resetAfter without a replacement starts afresh.
@@ -188,7 +195,7 @@ func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e core
 		st.requeueAfter(e.LastReplacementTime.Add(cfg.ResetAfter.Duration).Sub(now))
 	}
 	if l == nil || len(l.active) == 0 {
-		if len(e.FailedNodes) > 0 && c.replicaWhole(ctx, st, i) {
+		if len(e.FailedNodes) > 0 && c.replicaWhole(ctx, st, i, ready) {
 			d := now.Sub(ptr.Deref(e.FailedSince, metav1.NewTime(now)).Time)
 			grovemetrics.MemberReplacementSeconds.Observe(d.Seconds())
 			c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeNormal, apicommon.ReasonMembersReplaced, "ReplaceMembers",
@@ -408,8 +415,8 @@ func groveMember(p *corev1.Pod, pcs *corev1alpha1.PodCliqueSet, cliques map[type
 }
 
 // replicaWhole reports whether replica i has every PodClique it calls for, each with all its
-// pods ready.
-func (c *nodeFailures) replicaWhole(ctx context.Context, st *state, i int) bool {
+// pods ready (counted in ready, by PodClique UID) on healthy nodes.
+func (c *nodeFailures) replicaWhole(ctx context.Context, st *state, i int, ready map[types.UID]int32) bool {
 	groups, err := st.children.ownedScalingGroups(ctx, st.stored)
 	if err != nil {
 		return false
@@ -428,7 +435,7 @@ func (c *nodeFailures) replicaWhole(ctx context.Context, st *state, i int) bool 
 		return false
 	}
 	for _, p := range rc.all() {
-		if p.Status.ReadyReplicas < p.Spec.Replicas {
+		if p.Status.ReadyReplicas < p.Spec.Replicas || ready[p.UID] < p.Spec.Replicas {
 			return false
 		}
 	}
