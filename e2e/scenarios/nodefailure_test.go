@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,6 +158,63 @@ func TestNodeFailureReplacesInDomain(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, second.Spec.NodeName)
 	}, time.Minute, 250*time.Millisecond, "MemberReplacing names the second failed node while its replacement waits")
 	assertKept(t, env, ns, kept)
+}
+
+// A drained node costs its pod too, and nothing more: kubectl drain cordons the node and
+// evicts the gang member on it; its PodClique recreates it with its index, grove-scheduler
+// places it on the spare node of the gang's rack (not in the emptier rack r1, not on the
+// cordoned node), and the other members keep running. A drain is Kubernetes' eviction, not a
+// node failure: no node-failure replacement is counted against the replica's budget.
+func TestDrainReplacesInDomain(t *testing.T) {
+	env, _, ns := nodesEnv(t, framework.Options{}, 0, oneCPUNode)
+	ctx := context.Background()
+	fabricTopology(t, env, "fabric")
+	rackNodes(t, env, "r0", 5)
+	require.NoError(t, env.Client.Create(ctx, withTopology(pcs(ns, "nf", 1, clique("w", 4, "1")), "fabric", "rack", "")))
+	pods := waitPods(t, env, ns, "nf", 4, func(p corev1.Pod) bool { return p.Spec.NodeName != "" && isReady(&p) })
+	rackNodes(t, env, "r1", 5)
+	used := map[string]bool{}
+	for _, p := range pods {
+		used[p.Spec.NodeName] = true
+	}
+	spare := ""
+	for i := range 5 {
+		if n := fmt.Sprintf("r0-%d", i); !used[n] {
+			spare = n
+		}
+	}
+	require.NotEmpty(t, spare)
+	victim := pods[0]
+	kept := map[types.UID]string{}
+	for _, p := range pods[1:] {
+		kept[p.UID] = p.Name
+	}
+
+	// kubectl drain: cordon, then evict through the Eviction API.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: victim.Spec.NodeName}, n); err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = true
+		return env.Client.Update(ctx, n)
+	}))
+	require.NoError(t, env.Client.SubResource("eviction").Create(ctx, &victim, &policyv1.Eviction{}))
+
+	var replacement corev1.Pod
+	require.Eventually(t, func() bool {
+		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
+			if _, ok := kept[p.UID]; !ok && p.UID != victim.UID && p.Spec.NodeName != "" && isReady(&p) {
+				replacement = p
+				return true
+			}
+		}
+		return false
+	}, 2*time.Minute, 250*time.Millisecond, "the evicted pod is never replaced")
+	assert.Equal(t, spare, replacement.Spec.NodeName, "the replacement lands on the spare node of the gang's rack")
+	assert.Equal(t, victim.Spec.Hostname, replacement.Spec.Hostname, "the replacement keeps the index")
+	assertKept(t, env, ns, kept)
+	assert.Empty(t, getPCS(t, env, ns, "nf").Status.NodeFailures, "a drain is not a node failure")
 }
 
 // assertKept checks that every pod in kept is still there, running, never restarted.

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -395,6 +396,64 @@ func TestNodeFailureRecreateGang(t *testing.T) {
 		assert.True(c, disjoint(kept, now), "every pod of the replica is new")
 	})
 	assert.Equal(t, 1, e.eventCount("GangTerminated"))
+}
+
+// TestNodeFailureRecreateGangScopesToTheScaledGang: under RecreateGang, a failed node that
+// only ran a pod of scaling-group replica 1 (a scaled PodGang of its own) recreates that group
+// replica and its PodGang, as gang termination would; the router and group replica 0 (the
+// base PodGang) keep their pods.
+func TestNodeFailureRecreateGangScopesToTheScaledGang(t *testing.T) {
+	e := newEnv(t, nodeFailureConfig(time.Second))
+	running, failing := e.kwokNode(), e.node()
+	pcs := disaggregated(e.ns, "nf", 1)
+	pcs.Spec.Template.NodeFailurePolicy = ptr.To(corev1alpha1.NodeFailurePolicyRecreateGang)
+	e.create(pcs)
+	lostName := ""
+	e.eventually(func(c *assert.CollectT) {
+		pods := e.pods("")
+		assert.Len(c, pods, e.templatePods(c))
+		for _, p := range pods {
+			if p.Spec.NodeName == "" && !gated(&p) {
+				node := running
+				if lostName == "" && strings.HasPrefix(p.Name, "nf-0-workers-1-prefill-") {
+					node, lostName = failing, p.Name
+				}
+				b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+					Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+				_ = e.c.SubResource("binding").Create(e.ctx, &p, b)
+			}
+			assert.NotEmpty(c, p.Spec.NodeName, "%s bound", p.Name)
+		}
+	}, "every pod is bound")
+	require.NotEmpty(t, lostName)
+	groupReplica1 := e.podUIDs(t, "nf-0-workers-1-")
+	rest := map[types.UID]string{}
+	for _, prefix := range []string{"nf-0-router", "nf-0-workers-0-"} {
+		for uid, n := range e.podUIDs(t, prefix) {
+			rest[uid] = n
+		}
+	}
+	require.Len(t, groupReplica1, 3)
+	require.Len(t, rest, 4)
+	scaledGang, baseGang := e.podGang(t, "nf-0-workers-0").UID, e.podGang(t, "nf-0").UID
+
+	e.setNodeReady(failing, corev1.ConditionUnknown)
+	e.eventually(func(c *assert.CollectT) {
+		now := e.podUIDs(c, "nf-0-workers-1-")
+		assert.Len(c, now, 3)
+		assert.True(c, disjoint(groupReplica1, now), "every pod of group replica 1 is new")
+		assert.NotEqual(c, scaledGang, e.podGang(c, "nf-0-workers-0").UID, "its scaled PodGang too")
+	}, "group replica 1 is recreated")
+	stillThere := map[types.UID]string{}
+	for _, prefix := range []string{"nf-0-router", "nf-0-workers-0-"} {
+		for uid, n := range e.podUIDs(t, prefix) {
+			stillThere[uid] = n
+		}
+	}
+	assert.Equal(t, keys(rest), keys(stillThere), "the router and group replica 0 keep exactly their pods")
+	assert.Equal(t, baseGang, e.podGang(t, "nf-0").UID, "the base PodGang stays")
+	assert.Equal(t, 1, e.eventCount("ScalingGroupReplicaRecreated"))
+	assert.Zero(t, e.eventCount("GangTerminated"))
 }
 
 func podsOnNodes(pods []corev1.Pod) []string {

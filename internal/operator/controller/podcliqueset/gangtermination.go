@@ -273,6 +273,14 @@ func (c *gangTermination) recreateReplicaFor(ctx context.Context, st *state, i i
 // scaled PodGang); the scaling-group controller creates them afresh.
 func (c *gangTermination) recreateScalingGroupReplica(ctx context.Context, st *state, g *corev1alpha1.PodCliqueScalingGroup, j int,
 	members []*corev1alpha1.PodClique, breached []string, delay time.Duration) error {
+	return c.recreateScalingGroupReplicaFor(ctx, st, g, j, members, fmt.Sprintf(
+		"replica %d of %s is recreated: %s stayed below minAvailable for %s; the group keeps its other replicas", j, g.Name, strings.Join(breached, ", "), delay))
+}
+
+// recreateScalingGroupReplicaFor is recreateScalingGroupReplica with the reason given (msg),
+// for the node-failure policy RecreateGang too.
+func (c *gangTermination) recreateScalingGroupReplicaFor(ctx context.Context, st *state, g *corev1alpha1.PodCliqueScalingGroup, j int,
+	members []*corev1alpha1.PodClique, msg string) error {
 	var errs []error
 	for _, p := range members {
 		errs = append(errs, c.deletePodClique(ctx, st, p))
@@ -283,8 +291,7 @@ func (c *gangTermination) recreateScalingGroupReplica(ctx context.Context, st *s
 		errs = append(errs, c.deletePodGangs(ctx, st, func(pg *schedv1alpha1.PodGang) bool { return pg.Name == scaled }))
 	}
 	grovemetrics.GangTerminations.WithLabelValues(grovemetrics.ScopeScalingGroup).Inc()
-	c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, "ScalingGroupReplicaRecreated", "RecreateScalingGroupReplica",
-		"replica %d of %s is recreated: %s stayed below minAvailable for %s; the group keeps its other replicas", j, g.Name, strings.Join(breached, ", "), delay)
+	c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, "ScalingGroupReplicaRecreated", "RecreateScalingGroupReplica", "%s", msg)
 	return errors.Join(errs...)
 }
 

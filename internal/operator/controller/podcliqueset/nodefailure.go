@@ -273,8 +273,10 @@ func (c *nodeFailures) replace(ctx context.Context, st *state, i int, l *replica
 	return errors.Join(errs...)
 }
 
-// recreate recreates the whole replica, as gang termination does (RecreateGang). The pods on
-// failed nodes are deleted first, so none stays Terminating on a dead kubelet.
+// recreate recreates the gangs the lost pods belong to (RecreateGang): a scaled PodGang's
+// scaling-group replica alone, as gang termination would; the whole replica when a lost pod is
+// in its base PodGang. The pods on failed nodes are deleted first, so none stays Terminating
+// on a dead kubelet.
 func (c *nodeFailures) recreate(ctx context.Context, st *state, i int, l *replicaLoss, cfg configv1alpha1.NodeFailureConfiguration) error {
 	st.children.wrote(childPods)
 	var errs []error
@@ -290,10 +292,52 @@ func (c *nodeFailures) recreate(ctx context.Context, st *state, i int, l *replic
 	if rc == nil {
 		rc = &replicaCliques{}
 	}
-	msg := fmt.Sprintf("replica %d is recreated: %s and nodeFailurePolicy is RecreateGang", i, describeNodes(l.nodes))
-	c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, apicommon.ReasonNodeFailed, "RecreateGang", "%s", msg)
-	errs = append(errs, gt.recreateReplicaFor(ctx, st, i, rc, scalingGroupsOfReplica(st.pcs, pcsgs, i), msg))
+	scaled, whole := scaledGangsLost(l.active, pcsgs, apicommon.BasePodGangName(st.pcs.Name, i))
+	if whole {
+		msg := fmt.Sprintf("replica %d is recreated: %s and nodeFailurePolicy is RecreateGang", i, describeNodes(l.nodes))
+		c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, apicommon.ReasonNodeFailed, "RecreateGang", "%s", msg)
+		errs = append(errs, gt.recreateReplicaFor(ctx, st, i, rc, scalingGroupsOfReplica(st.pcs, pcsgs, i), msg))
+		return errors.Join(errs...)
+	}
+	for _, sg := range scaled {
+		msg := fmt.Sprintf("replica %d of %s is recreated: %s and nodeFailurePolicy is RecreateGang", sg.index, sg.group.Name, describeNodes(l.nodes))
+		c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, apicommon.ReasonNodeFailed, "RecreateGang", "%s", msg)
+		errs = append(errs, gt.recreateScalingGroupReplicaFor(ctx, st, sg.group, sg.index, rc.members[sg.group.Name][sg.index], msg))
+	}
 	return errors.Join(errs...)
+}
+
+// scaledGang is one scaling-group replica that has a PodGang of its own.
+type scaledGang struct {
+	group *corev1alpha1.PodCliqueScalingGroup
+	index int
+}
+
+// scaledGangsLost maps the lost pods to their gangs: the scaled PodGangs (scaling-group
+// replicas at or above the group's minAvailable) they belong to, or whole when one of them is
+// in the replica's base PodGang (or cannot be placed in a scaled one).
+func scaledGangsLost(lost []*corev1.Pod, pcsgs map[string]*corev1alpha1.PodCliqueScalingGroup, base string) ([]scaledGang, bool) {
+	seen := map[scaledGang]bool{}
+	var out []scaledGang
+	for _, p := range lost {
+		g := pcsgs[p.Labels[apicommon.LabelPodCliqueScalingGroup]]
+		j, ok := common.IntLabel(p, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
+		if g == nil || !ok || p.Labels[apicommon.LabelPodGang] == base || j < int(ptr.Deref(g.Spec.MinAvailable, 1)) {
+			return nil, true
+		}
+		sg := scaledGang{group: g, index: j}
+		if !seen[sg] {
+			seen[sg] = true
+			out = append(out, sg)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].group.Name != out[b].group.Name {
+			return out[a].group.Name < out[b].group.Name
+		}
+		return out[a].index < out[b].index
+	})
+	return out, len(out) == 0
 }
 
 // forceDeleteStuck force-deletes the replica's pods that are already terminating on a node
