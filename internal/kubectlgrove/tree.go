@@ -6,6 +6,7 @@
 package kubectlgrove
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -96,6 +97,7 @@ func (s *Snapshot) Render(w io.Writer) {
 			fmt.Fprintf(w, "│ condition %s=%s (%s) %s\n", cond.Type, cond.Status, cond.Reason, cond.Message)
 		}
 	}
+	s.renderSpread(w)
 	podsByGang := map[string][]corev1.Pod{}
 	for _, p := range s.Pods {
 		podsByGang[p.Labels[common.LabelPodGang]] = append(podsByGang[p.Labels[common.LabelPodGang]], p)
@@ -126,6 +128,25 @@ func (s *Snapshot) Render(w io.Writer) {
 				condStatus(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled), s.Packing(&g).summary(), score,
 				reason(g.Status.Conditions, schedv1alpha1.PodGangConditionScheduled))
 			s.renderGroups(w, prefix+indent(lastGang), g, podsByGang[g.Name])
+		}
+	}
+}
+
+// renderSpread writes a line per replica spread of the PodCliqueSet: which replica runs in
+// which domain, the unused domains and the skew (as kubectl grove topology does).
+func (s *Snapshot) renderSpread(w io.Writer) {
+	if s.Topology == nil {
+		return
+	}
+	nodes := make([]corev1.Node, 0, len(s.Nodes))
+	for _, n := range s.Nodes {
+		nodes = append(nodes, *n)
+	}
+	var buf bytes.Buffer
+	renderSpread(&buf, s.Topology, nodes, s.Pods, s.Gangs)
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if line != "" {
+			fmt.Fprintf(w, "│ %s\n", line)
 		}
 	}
 }

@@ -143,3 +143,29 @@ func TestRenderShowsEachReplicasVersions(t *testing.T) {
 	assert.Contains(t, out.String(), "replica 0  versions=new:1,old:2 (updating)\n")
 	assert.Contains(t, out.String(), "replica 1  version=new\n")
 }
+
+// The tree shows the PodCliqueSet's replica spread under its header: which replica is in which
+// rack, the racks no replica uses and the skew.
+func TestRenderShowsReplicaSpread(t *testing.T) {
+	gang := func(name, replica string) schedv1alpha1.PodGang {
+		return schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{common.LabelPodCliqueSetReplicaIndex: replica}},
+			Spec: schedv1alpha1.PodGangSpec{PodGroups: []schedv1alpha1.PodGroup{{Name: name + "-w", MinReplicas: 1}},
+				ReplicaSpreadConstraints: []schedv1alpha1.ReplicaSpreadConstraint{{Group: "serve", Member: name, TopologyKey: "rack", Required: true}}}}
+	}
+	node := func(name, rack string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rack": rack}}}
+	}
+	withNS := func(p corev1.Pod) corev1.Pod { p.Namespace = "ns"; return p }
+	s := &Snapshot{
+		PCS:      &corev1alpha1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "serve"}, Spec: corev1alpha1.PodCliqueSetSpec{Replicas: 3}},
+		Topology: &corev1alpha1.ClusterTopology{Spec: corev1alpha1.ClusterTopologySpec{Levels: []corev1alpha1.TopologyLevel{{Domain: "rack", Key: "rack"}}}},
+		Gangs:    []schedv1alpha1.PodGang{gang("serve-0", "0"), gang("serve-1", "1"), gang("serve-2", "2")},
+		Pods: []corev1.Pod{withNS(pod("serve-0-w-a", "serve-0", "serve-0-w", "0", "h0")), withNS(pod("serve-1-w-a", "serve-1", "serve-1-w", "0", "h1")),
+			withNS(pod("serve-2-w-a", "serve-2", "serve-2-w", "0", ""))},
+		Nodes:   map[string]*corev1.Node{"h0": node("h0", "r0"), "h1": node("h1", "r1"), "h2": node("h2", "r2")},
+		RackKey: "rack",
+	}
+	var out bytes.Buffer
+	s.Render(&out)
+	assert.Contains(t, out.String(), "│ replica spread ns/serve over rack (required): r0: serve-0; r1: serve-1; unused: r2; skew 1\n")
+}
