@@ -155,8 +155,9 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 	for _, e := range last {
 		previous[e.ReplicaIndex] = e
 	}
-	var out []corev1alpha1.ReplicaNodeFailureStatus
 	var errs []error
+	entries := make([]corev1alpha1.ReplicaNodeFailureStatus, st.pcs.Spec.Replicas)
+	var replacing []*replacement
 	for i := range int(st.pcs.Spec.Replicas) {
 		e, had := previous[int32(i)]
 		if !had {
@@ -166,9 +167,20 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 		l := losses[i]
 		// Stuck pods go whatever the back-off: their replacements exist already.
 		errs = append(errs, c.forceDeleteStuck(ctx, st, l, cfg))
+		var rp *replacement
 		var err error
-		e, err = c.syncReplica(ctx, st, i, e, l, ready, cfg, now)
+		e, rp, err = c.syncReplica(ctx, st, i, e, l, ready, cfg, now)
 		errs = append(errs, err)
+		entries[i] = e
+		if rp != nil {
+			replacing = append(replacing, rp)
+		}
+	}
+	// The lost pods of every replica go at once: one failed node can take pods of many
+	// replicas, and deleting them replica after replica made the last wait for all the others.
+	errs = append(errs, c.replace(ctx, st, replacing, entries, cfg))
+	var out []corev1alpha1.ReplicaNodeFailureStatus
+	for _, e := range entries {
 		if e.Replacements > 0 || len(e.FailedNodes) > 0 || e.BudgetExhausted {
 			out = append(out, e)
 		}
@@ -184,12 +196,14 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 }
 
 // syncReplica acts on what failed nodes took from replica i and returns its new status entry.
+// Under ReplaceInDomain the deletes are returned, for the caller to make with every other
+// replica's; the entry counts the replacement already (replace takes it back if they fail).
 func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e corev1alpha1.ReplicaNodeFailureStatus, l *replicaLoss,
-	ready map[types.UID]int32, cfg configv1alpha1.NodeFailureConfiguration, now time.Time) (corev1alpha1.ReplicaNodeFailureStatus, error) {
+	ready map[types.UID]int32, cfg configv1alpha1.NodeFailureConfiguration, now time.Time) (corev1alpha1.ReplicaNodeFailureStatus, *replacement, error) {
 	quiet := e.LastReplacementTime == nil || now.Sub(e.LastReplacementTime.Time) >= cfg.ResetAfter.Duration
 	if quiet && len(e.FailedNodes) == 0 && (l == nil || len(l.active) == 0) {
 		// A replica that went resetAfter without a replacement starts afresh.
-		return corev1alpha1.ReplicaNodeFailureStatus{ReplicaIndex: e.ReplicaIndex}, nil
+		return corev1alpha1.ReplicaNodeFailureStatus{ReplicaIndex: e.ReplicaIndex}, nil, nil
 	}
 	if e.LastReplacementTime != nil && !quiet {
 		st.requeueAfter(e.LastReplacementTime.Add(cfg.ResetAfter.Duration).Sub(now))
@@ -202,7 +216,7 @@ func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e core
 				"replica %d is whole again %s after node %s failed", i, d.Round(time.Second), strings.Join(e.FailedNodes, ", "))
 			e.FailedNodes, e.FailedSince = nil, nil
 		}
-		return e, nil
+		return e, nil, nil
 	}
 	for name, h := range l.nodes {
 		if !slices.Contains(e.FailedNodes, name) {
@@ -220,29 +234,27 @@ func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e core
 				i, e.Replacements, strings.Join(e.FailedNodes, ", "))
 		}
 		e.BudgetExhausted = true
-		return e, nil
+		return e, nil, nil
 	}
 	if e.Replacements > 0 && e.LastReplacementTime != nil {
 		if next := e.LastReplacementTime.Add(backOff(cfg, e.Replacements)); now.Before(next) {
 			st.setBackOff(i, next)
 			st.requeueAfter(next.Sub(now))
-			return e, nil
+			return e, nil, nil
 		}
 	}
-	policy := corev1alpha1.NodeFailurePolicyOf(&st.pcs.Spec.Template)
-	var err error
-	if policy == corev1alpha1.NodeFailurePolicyRecreateGang {
-		err = c.recreate(ctx, st, i, l, cfg)
-	} else {
-		err = c.replace(ctx, st, i, l, cfg)
+	before := *e.DeepCopy()
+	counted := e
+	counted.Replacements++
+	counted.LastReplacementTime = ptr.To(metav1.NewTime(now))
+	if corev1alpha1.NodeFailurePolicyOf(&st.pcs.Spec.Template) == corev1alpha1.NodeFailurePolicyRecreateGang {
+		if err := c.recreate(ctx, st, i, l, cfg); err != nil {
+			return before, nil, err
+		}
+		grovemetrics.MemberReplacements.WithLabelValues(string(corev1alpha1.NodeFailurePolicyRecreateGang)).Inc()
+		return counted, nil, nil
 	}
-	if err != nil {
-		return e, err
-	}
-	e.Replacements++
-	e.LastReplacementTime = ptr.To(metav1.NewTime(now))
-	grovemetrics.MemberReplacements.WithLabelValues(string(policy)).Inc()
-	return e, nil
+	return counted, &replacement{replica: i, before: before, loss: l}, nil
 }
 
 // backOff is the least time after the n-th replacement before the next one.
@@ -257,20 +269,66 @@ func backOff(cfg configv1alpha1.NodeFailureConfiguration, n int32) time.Duration
 	return min(d, cfg.MaxBackOff.Duration)
 }
 
-// replace deletes the replica's live pods on failed nodes; their PodCliques recreate them.
-func (c *nodeFailures) replace(ctx context.Context, st *state, i int, l *replicaLoss, cfg configv1alpha1.NodeFailureConfiguration) error {
-	st.children.wrote(childPods)
-	var names []string
-	var errs []error
-	for _, p := range l.active {
-		forced := l.nodes[p.Spec.NodeName].unreachable && ptr.Deref(cfg.ForceDeletePods, true)
-		errs = append(errs, c.deletePod(ctx, p, forced))
-		names = append(names, p.Name)
+// replacement is what replacing one replica's lost pods takes: their deletes, and the
+// replica's entry as it was before the replacement counted.
+type replacement struct {
+	replica int
+	before  corev1alpha1.ReplicaNodeFailureStatus
+	loss    *replicaLoss
+}
+
+// replace deletes the live pods on failed nodes of every replica being replaced, all at once
+// in slow-start batches; their PodCliques recreate them. A replica some of whose deletes failed
+// or were not made gets its entry back as before (the next pass tries again, with no back-off).
+func (c *nodeFailures) replace(ctx context.Context, st *state, replacing []*replacement,
+	entries []corev1alpha1.ReplicaNodeFailureStatus, cfg configv1alpha1.NodeFailureConfiguration) error {
+	type podDelete struct {
+		rp     *replacement
+		pod    *corev1.Pod
+		forced bool
 	}
-	sort.Strings(names)
-	c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, apicommon.ReasonNodeFailed, "ReplaceMembers",
-		"replica %d: %s; its pods %s are replaced, the rest of the replica keeps running", i, describeNodes(l.nodes), strings.Join(names, ", "))
-	return errors.Join(errs...)
+	var deletes []podDelete
+	for _, rp := range replacing {
+		for _, p := range rp.loss.active {
+			deletes = append(deletes, podDelete{rp: rp, pod: p, forced: rp.loss.nodes[p.Spec.NodeName].unreachable && ptr.Deref(cfg.ForceDeletePods, true)})
+		}
+	}
+	if len(deletes) == 0 {
+		return nil
+	}
+	st.children.wrote(childPods)
+	// done[n]: delete n was made. SlowStart stops after a batch with a failure, so a failed
+	// delete and one it never reached leave their replica undone alike.
+	done := make([]bool, len(deletes))
+	_, err := common.SlowStart(ctx, len(deletes), func(ctx context.Context, n int) error {
+		d := deletes[n]
+		if err := c.deletePod(ctx, d.pod, d.forced); err != nil {
+			return err
+		}
+		done[n] = true
+		return nil
+	})
+	undone := map[*replacement]bool{}
+	for n, d := range deletes {
+		if !done[n] {
+			undone[d.rp] = true
+		}
+	}
+	for _, rp := range replacing {
+		if undone[rp] {
+			entries[rp.replica] = rp.before
+			continue
+		}
+		var names []string
+		for _, p := range rp.loss.active {
+			names = append(names, p.Name)
+		}
+		sort.Strings(names)
+		grovemetrics.MemberReplacements.WithLabelValues(string(corev1alpha1.NodeFailurePolicyReplaceInDomain)).Inc()
+		c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeWarning, apicommon.ReasonNodeFailed, "ReplaceMembers",
+			"replica %d: %s; its pods %s are replaced, the rest of the replica keeps running", rp.replica, describeNodes(rp.loss.nodes), strings.Join(names, ", "))
+	}
+	return err
 }
 
 // recreate recreates the gangs the lost pods belong to (RecreateGang): a scaled PodGang's
