@@ -266,7 +266,7 @@ bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's 
 
 # make bench-operator: grove-operator and apply-to-running times against a raw client and a
 # Deployment in the same run (e2e/bench/operator); BENCH_OPERATOR_SCALE=small is a quick smoke run,
-# BENCH_OPERATOR_WORKLOADS (replicas,disagg,small; all when empty) a subset of the workloads.
+# BENCH_OPERATOR_WORKLOADS (replicas,disagg,small,recovery; all when empty) a subset of the workloads.
 BENCH_OPERATOR_SCALE     ?= full
 BENCH_OPERATOR_WORKLOADS ?=
 BENCH_OPERATOR_RESULTS   ?= results/operator
