@@ -275,7 +275,7 @@ BENCH_OPERATOR_RESULTS   ?= results/operator
 bench-operator: k8s-bins build kwok ## grove-operator end to end (PCS → pods, gangs, gates, bound, Ready) vs raw pods and a Deployment; writes results/operator.
 	@test -x $(BIN)/kube-scheduler || $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
 	BENCH_OPERATOR_SCALE=$(BENCH_OPERATOR_SCALE) BENCH_OPERATOR_WORKLOADS=$(BENCH_OPERATOR_WORKLOADS) $(GO) run ./e2e/bench/operator -out $(BENCH_OPERATOR_RESULTS) \
-		-command "make bench-operator BENCH_OPERATOR_SCALE=$(BENCH_OPERATOR_SCALE)"
+		-command "make bench-operator BENCH_OPERATOR_SCALE=$(BENCH_OPERATOR_SCALE)$(if $(BENCH_OPERATOR_WORKLOADS), BENCH_OPERATOR_WORKLOADS=$(BENCH_OPERATOR_WORKLOADS))"
 
 # make bench-compare: Baseline / Grove / Native in e2e/bench/compare (this module), then
 # scheduler-plugins' Coscheduling (its own module, make bench-coscheduling), then benchcompare

@@ -18,10 +18,13 @@ import (
 
 // Report is results.json.
 type Report struct {
-	Command     string          `json:"command"`
-	Date        string          `json:"date"`
-	Commit      string          `json:"commit"`
-	Cores       int             `json:"cores"`
+	Command string `json:"command"`
+	Date    string `json:"date"`
+	Commit  string `json:"commit"`
+	Cores   int    `json:"cores"`
+	// LoadAverage is the machine's 1, 5 and 15 minute load averages when the run ended: the
+	// figures of a run on a busy machine are not a reference.
+	LoadAverage string          `json:"loadAverage"`
 	Scale       string          `json:"scale"`
 	Nodes       int             `json:"nodes"`
 	ClientQPS   float32         `json:"operatorClientQPS"`
@@ -45,6 +48,9 @@ func (b *bench) report(ctx context.Context, outDir, command string) error {
 	rep := &Report{Command: command, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Cores: runtime.NumCPU(),
 		Scale: b.scale.Name, Nodes: b.scale.Nodes, ClientQPS: b.qps, ClientBurst: b.burst, Results: b.results, Steady: steady,
 		PprofWindow: "the first 40 s from the apply of the replicated PCS"}
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAverage = strings.Join(strings.Fields(string(data))[:3], " ")
+	}
 	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rep.Commit = strings.TrimSpace(string(out))
 		if exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD").Run() != nil {
@@ -221,8 +227,8 @@ func (rep *Report) table(w io.Writer) {
 func (rep *Report) markdown(w io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("# grove-operator benchmark (`make bench-operator`)\n\n")
-	p("Command: `%s` · date: %s · commit: %s · %d cores · scale %s, %d kwok nodes · operator client QPS %g / burst %d (shipped config/operator/operator-config.yaml)\n\n",
-		rep.Command, rep.Date, rep.Commit, rep.Cores, rep.Scale, rep.Nodes, rep.ClientQPS, rep.ClientBurst)
+	p("Command: `%s` · date: %s · commit: %s · %d cores, load average %s at the end · scale %s, %d kwok nodes · operator client QPS %g / burst %d (shipped config/operator/operator-config.yaml)\n\n",
+		rep.Command, rep.Date, rep.Commit, rep.Cores, rep.LoadAverage, rep.Scale, rep.Nodes, rep.ClientQPS, rep.ClientBurst)
 	p("Seconds from the change (apply, scale, update, delete; for a node-failure round, the nodes' Ready transition) until each milestone; `–` = not a milestone of that workload. ")
 	p("Baselines in the same run: **raw** — the same number of plain pods created by one client at the operator's QPS/burst and bound by grove-scheduler; ")
 	p("**Deployment** — a Deployment of the same size (kube-controller-manager at the same QPS/burst) placed by kube-scheduler's default profile.\n\n")
