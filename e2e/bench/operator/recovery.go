@@ -288,9 +288,9 @@ func (b *bench) trackRecovery(ctx context.Context, ns string, t0 time.Time, old 
 		byReplica := map[int]*counts{}
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			ri, _ := common.IntLabel(p, apicommon.LabelPodCliqueSetReplicaIndex)
+			ri, ok := common.IntLabel(p, apicommon.LabelPodCliqueSetReplicaIndex)
 			rr := replicas[ri]
-			if rr == nil || p.DeletionTimestamp != nil {
+			if !ok || rr == nil || p.DeletionTimestamp != nil {
 				continue
 			}
 			c := byReplica[ri]
@@ -356,12 +356,15 @@ func pickNodes(nodes []corev1.Node, pods []corev1.Pod, k int, used map[string]bo
 		}
 	}
 	racks := slices.Sorted(maps.Keys(byRack))
+	for _, rack := range racks {
+		slices.Sort(byRack[rack])
+	}
 	var out []string
 	for j := 0; len(out) < k; j++ {
 		took := false
 		for _, rack := range racks {
 			if j < len(byRack[rack]) && len(out) < k {
-				out = append(out, slices.Sorted(slices.Values(byRack[rack]))[j])
+				out = append(out, byRack[rack][j])
 				took = true
 			}
 		}
