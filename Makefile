@@ -266,7 +266,7 @@ bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's 
 
 # make bench-operator: grove-operator and apply-to-running times against a raw client and a
 # Deployment in the same run (e2e/bench/operator); BENCH_OPERATOR_SCALE=small is a quick smoke run,
-# BENCH_OPERATOR_WORKLOADS (replicas,disagg,small; all when empty) a subset of the workloads.
+# BENCH_OPERATOR_WORKLOADS (replicas,disagg,small,recovery; all when empty) a subset of the workloads.
 BENCH_OPERATOR_SCALE     ?= full
 BENCH_OPERATOR_WORKLOADS ?=
 BENCH_OPERATOR_RESULTS   ?= results/operator
@@ -275,7 +275,7 @@ BENCH_OPERATOR_RESULTS   ?= results/operator
 bench-operator: k8s-bins build kwok ## grove-operator end to end (PCS → pods, gangs, gates, bound, Ready) vs raw pods and a Deployment; writes results/operator.
 	@test -x $(BIN)/kube-scheduler || $(GO) build -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ k8s.io/kubernetes/cmd/kube-scheduler
 	BENCH_OPERATOR_SCALE=$(BENCH_OPERATOR_SCALE) BENCH_OPERATOR_WORKLOADS=$(BENCH_OPERATOR_WORKLOADS) $(GO) run ./e2e/bench/operator -out $(BENCH_OPERATOR_RESULTS) \
-		-command "make bench-operator BENCH_OPERATOR_SCALE=$(BENCH_OPERATOR_SCALE)"
+		-command "make bench-operator BENCH_OPERATOR_SCALE=$(BENCH_OPERATOR_SCALE)$(if $(BENCH_OPERATOR_WORKLOADS), BENCH_OPERATOR_WORKLOADS=$(BENCH_OPERATOR_WORKLOADS))"
 
 # make bench-compare: Baseline / Grove / Native in e2e/bench/compare (this module), then
 # scheduler-plugins' Coscheduling (its own module, make bench-coscheduling), then benchcompare

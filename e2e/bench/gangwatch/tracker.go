@@ -2,6 +2,7 @@ package gangwatch
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -291,7 +292,6 @@ func (t *tracker) report(name string, now time.Time, deadlineHit bool) Report {
 	if r.Finished {
 		r.AllGangsBoundSeconds = t.lastWhole.Sub(t.start).Seconds()
 	}
-	sort.Float64s(completions)
 	sort.Slice(timelines, func(i, j int) bool {
 		if a, b := timelines[i].Whole-timelines[i].FirstSeen, timelines[j].Whole-timelines[j].FirstSeen; a != b {
 			return a > b
@@ -299,11 +299,7 @@ func (t *tracker) report(name string, now time.Time, deadlineHit bool) Report {
 		return timelines[i].Gang < timelines[j].Gang
 	})
 	r.SlowestGangs = timelines[:min(len(timelines), slowestGangs)]
-	r.GangCompletionSeconds = Percentiles{
-		P50: percentile(completions, 0.50),
-		P99: percentile(completions, 0.99),
-		Max: percentile(completions, 1),
-	}
+	r.GangCompletionSeconds = PercentilesOf(completions)
 	u := t.rackUsage()
 	if t.fillSnapshot != nil {
 		u = *t.fillSnapshot
@@ -318,6 +314,12 @@ const slowestGangs = 3
 // since is the seconds from the first pod seen to at.
 func (t *tracker) since(at time.Time) float64 {
 	return at.Sub(t.start).Seconds()
+}
+
+// PercentilesOf is the median, p99 and maximum of values (nearest rank; zero when there are none).
+func PercentilesOf(values []float64) Percentiles {
+	sorted := slices.Sorted(slices.Values(values))
+	return Percentiles{P50: percentile(sorted, 0.50), P99: percentile(sorted, 0.99), Max: percentile(sorted, 1)}
 }
 
 // percentile of sorted values, nearest rank.

@@ -198,4 +198,5 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, 10.0, percentile(v, 0.99))
 	assert.Equal(t, 10.0, percentile(v, 1))
 	assert.Equal(t, 0.0, percentile(nil, 0.5))
+	assert.Equal(t, Percentiles{P50: 5, P99: 10, Max: 10}, PercentilesOf([]float64{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}), "unsorted values")
 }

@@ -159,6 +159,9 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 			// One instance, no leader election: on a machine the benchmark saturates, a lease
 			// renewal can miss its deadline and the operator would exit mid-workload.
 			cfg.LeaderElection.Enabled = false
+			// The recovery rows fail nodes: a short grace, and no back-off carried between rounds.
+			cfg.NodeFailure.Grace = metav1.Duration{Duration: nodeFailureGrace}
+			cfg.NodeFailure.InitialBackOff = metav1.Duration{Duration: nodeFailureBackOff}
 		},
 	})
 	if err != nil {
@@ -304,6 +307,9 @@ type Result struct {
 	PlacementScoreAfter  *float64 `json:"placementScoreAfter,omitempty"`
 	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
 	Timeline []string `json:"timeline,omitempty"`
+	// Recovery is a node-failure round's per-replica figures; its milestones run from the
+	// nodes' Ready transition to the last affected replica's.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 func (b *bench) measure(ctx context.Context, name, kind string, pods int, milestones []string, e expectation, timeout time.Duration, change func(context.Context) error) error {
@@ -350,7 +356,7 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 const groveTimeout = 5 * time.Minute
 
 // workloadGroups are the groups of workloads BENCH_OPERATOR_WORKLOADS selects (all by default).
-var workloadGroups = []string{"replicas", "disagg", "small"}
+var workloadGroups = []string{"replicas", "disagg", "small", "recovery"}
 
 // selected reads BENCH_OPERATOR_WORKLOADS, a comma-separated subset of workloadGroups.
 func selected() (map[string]bool, error) {
@@ -415,10 +421,20 @@ func (b *bench) workloads(ctx context.Context) error {
 			return err
 		}
 	}
-	if !groups["small"] {
-		return nil
+	if groups["small"] {
+		if err := b.smallWorkloads(ctx); err != nil {
+			return err
+		}
 	}
-	// Many small PodCliqueSets at once.
+	if groups["recovery"] {
+		return b.recoveryWorkloads(ctx)
+	}
+	return nil
+}
+
+// smallWorkloads are many small PodCliqueSets at once.
+func (b *bench) smallWorkloads(ctx context.Context) error {
+	s := b.scale
 	ns := "pcs-small"
 	if err := b.namespace(ctx, ns); err != nil {
 		return err

@@ -18,10 +18,13 @@ import (
 
 // Report is results.json.
 type Report struct {
-	Command     string          `json:"command"`
-	Date        string          `json:"date"`
-	Commit      string          `json:"commit"`
-	Cores       int             `json:"cores"`
+	Command string `json:"command"`
+	Date    string `json:"date"`
+	Commit  string `json:"commit"`
+	Cores   int    `json:"cores"`
+	// LoadAverage is the machine's 1, 5 and 15 minute load averages when the run ended: the
+	// figures of a run on a busy machine are not a reference.
+	LoadAverage string          `json:"loadAverage"`
 	Scale       string          `json:"scale"`
 	Nodes       int             `json:"nodes"`
 	ClientQPS   float32         `json:"operatorClientQPS"`
@@ -45,6 +48,9 @@ func (b *bench) report(ctx context.Context, outDir, command string) error {
 	rep := &Report{Command: command, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Cores: runtime.NumCPU(),
 		Scale: b.scale.Name, Nodes: b.scale.Nodes, ClientQPS: b.qps, ClientBurst: b.burst, Results: b.results, Steady: steady,
 		PprofWindow: "the first 40 s from the apply of the replicated PCS"}
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAverage = strings.Join(strings.Fields(string(data))[:3], " ")
+	}
 	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		rep.Commit = strings.TrimSpace(string(out))
 		if exec.CommandContext(ctx, "git", "diff", "--quiet", "HEAD").Run() != nil {
@@ -147,6 +153,12 @@ func (rep *Report) ratios(r *Result) []string {
 	}
 }
 
+// hasRatios: Grove's workloads that make pods have a row in the ratio table; the recovery
+// rounds have a table of their own.
+func hasRatios(r *Result) bool {
+	return r.Kind == "grove" && slices.Contains(r.Order, MCreated) && r.Recovery == nil
+}
+
 var ratioHeads = []string{"created ÷ raw created", "released ÷ raw created", "bound ÷ raw bound", "ready ÷ raw ready",
 	"bound ÷ Deployment bound", "ready ÷ Deployment ready", "PCS available ÷ Deployment ready"}
 
@@ -169,7 +181,7 @@ func (rep *Report) table(w io.Writer) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "workload\t%s\n", strings.Join(ratioHeads, "\t"))
 	for _, r := range rep.Results {
-		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
+		if hasRatios(r) {
 			fmt.Fprintf(tw, "%s\t%s\n", r.Name, strings.Join(rep.ratios(r), "\t"))
 		}
 	}
@@ -178,6 +190,15 @@ func (rep *Report) table(w io.Writer) {
 	if rows := rep.rolloutRatios(); len(rows) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(rolloutHeads, "\t"))
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	if rows := rep.recoveryRows(); len(rows) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(tw, "%s\n", strings.Join(recoveryHeads, "\t"))
 		for _, row := range rows {
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
@@ -206,9 +227,9 @@ func (rep *Report) table(w io.Writer) {
 func (rep *Report) markdown(w io.Writer) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("# grove-operator benchmark (`make bench-operator`)\n\n")
-	p("Command: `%s` · date: %s · commit: %s · %d cores · scale %s, %d kwok nodes · operator client QPS %g / burst %d (shipped config/operator/operator-config.yaml)\n\n",
-		rep.Command, rep.Date, rep.Commit, rep.Cores, rep.Scale, rep.Nodes, rep.ClientQPS, rep.ClientBurst)
-	p("Seconds from the change (apply, scale, update, delete) until each milestone; `–` = not a milestone of that workload. ")
+	p("Command: `%s` · date: %s · commit: %s · %d cores, load average %s at the end · scale %s, %d kwok nodes · operator client QPS %g / burst %d (shipped config/operator/operator-config.yaml)\n\n",
+		rep.Command, rep.Date, rep.Commit, rep.Cores, rep.LoadAverage, rep.Scale, rep.Nodes, rep.ClientQPS, rep.ClientBurst)
+	p("Seconds from the change (apply, scale, update, delete; for a node-failure round, the nodes' Ready transition) until each milestone; `–` = not a milestone of that workload. ")
 	p("Baselines in the same run: **raw** — the same number of plain pods created by one client at the operator's QPS/burst and bound by grove-scheduler; ")
 	p("**Deployment** — a Deployment of the same size (kube-controller-manager at the same QPS/burst) placed by kube-scheduler's default profile.\n\n")
 	p("| workload | pods | %s | operator requests | operator writes | operator CPU s |\n|---|---:|%s---:|---:|---:|\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
@@ -227,13 +248,26 @@ func (rep *Report) markdown(w io.Writer) error {
 	p("\n## Ratios to the baselines (lower is better; targets: created and released ≤ 1.2× raw created, bound ≤ 1.0× Deployment bound; released: gates lifted, or, for pods created without a gate, listed in their PodGang)\n\n")
 	p("| workload | %s |\n|---|%s\n", strings.Join(ratioHeads, " | "), strings.Repeat("---:|", len(ratioHeads)))
 	for _, r := range rep.Results {
-		if r.Kind == "grove" && slices.Contains(r.Order, MCreated) {
+		if hasRatios(r) {
 			p("| %s | %s |\n", r.Name, strings.Join(rep.ratios(r), " | "))
 		}
 	}
 	if rows := rep.rolloutRatios(); len(rows) > 0 {
 		p("\n## Rollouts to a Deployment's rolling update of the same pods (maxUnavailable 25%%, maxSurge 0; target: ready ≤ 1.5× at 25%%)\n\n")
 		p("| %s |\n|---|%s\n", strings.Join(rolloutHeads, " | "), strings.Repeat("---:|", len(rolloutHeads)-1))
+		for _, row := range rows {
+			p("| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	if rows := rep.recoveryRows(); len(rows) > 0 {
+		rec := rep.Results[slices.IndexFunc(rep.Results, func(r *Result) bool { return r.Recovery != nil })].Recovery
+		p("\n## Recovery from node failure (goals: replacements bound ≤ %.0f s after the node is declared failed; no pod restarted that did not need to be)\n\n", recoveryGoal.Seconds())
+		p("A PodCliqueSet of replicas of a 20-pod gang (leader + 19 workers, %s CPU each), each replica packed into one rack, the replicas spread over the racks. ", recoveryPodCPU)
+		p("Each round fails some nodes at once — not one failed in an earlier round, spread over the racks — as a dead kubelet would (kwok stops heartbeating them; Ready Unknown and the unreachable taints), and brings them back empty afterwards. ")
+		p("grove-operator runs with nodeFailure.grace %.0f s and initialBackOff %.0f s (shipped: 30 s and 10 s). ", rec.GraceSeconds, rec.InitialBackOffSeconds)
+		p("Per replica with a pod on a failed node, seconds (median / p99) from the nodes' Ready transition until its pods there are deleted, their replacements created, bound, and every pod of the replica is Ready; ")
+		p("*bound after declared failed* starts at the transition plus the grace. *Pods restarted needlessly*: pods not on a failed node whose UID is gone after the round.\n\n")
+		p("| %s |\n|---|%s\n", strings.Join(recoveryHeads, " | "), strings.Repeat("---:|", len(recoveryHeads)-1))
 		for _, row := range rows {
 			p("| %s |\n", strings.Join(row, " | "))
 		}

@@ -25,11 +25,17 @@ type Scale struct {
 	SmallSets int
 	// Steady is the window in which writes after a no-op change are counted.
 	Steady metav1.Duration
+	// RecoveryReplicas of the PodCliqueSet of 20-pod gangs that loses nodes, one rack of 10
+	// nodes per 5 replicas; RecoveryRounds are how many of its nodes fail in each round.
+	RecoveryReplicas int32
+	RecoveryRounds   []int
 }
 
 var scales = map[string]Scale{
-	"full":  {Name: "full", Nodes: 100, Replicas: 500, Router: 8, Prefill: 82, Decode: 83, SmallSets: 100, Steady: metav1.Duration{Duration: 30e9}},
-	"small": {Name: "small", Nodes: 10, Replicas: 50, Router: 2, Prefill: 6, Decode: 3, SmallSets: 10, Steady: metav1.Duration{Duration: 30e9}},
+	"full": {Name: "full", Nodes: 100, Replicas: 500, Router: 8, Prefill: 82, Decode: 83, SmallSets: 100, Steady: metav1.Duration{Duration: 30e9},
+		RecoveryReplicas: 50, RecoveryRounds: []int{1, 4, 16}},
+	"small": {Name: "small", Nodes: 10, Replicas: 50, Router: 2, Prefill: 6, Decode: 3, SmallSets: 10, Steady: metav1.Duration{Duration: 30e9},
+		RecoveryReplicas: 5, RecoveryRounds: []int{1, 2, 3}},
 }
 
 // Pods of the disaggregated PCS.
