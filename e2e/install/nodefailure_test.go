@@ -186,9 +186,10 @@ func (e *env) testNodeFailure(t *testing.T) {
 	t.Logf("the replacement's waiter ran %s .. %s:\n%s", w.State.Terminated.StartedAt.Format(time.TimeOnly), w.State.Terminated.FinishedAt.Format(time.TimeOnly), strings.TrimSpace(waiterLog))
 }
 
-// containerLog is a container's log as `kubectl logs` shows it ("" when the kubelet has none yet).
+// containerLog is a container's log as `kubectl logs --timestamps` shows it (the kubelet's
+// nanosecond times; "" when the kubelet has none yet).
 func (e *env) containerLog(ctx context.Context, p *corev1.Pod, container string) string {
-	out, err := e.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+	out, err := e.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Timestamps: true}).DoRaw(ctx)
 	if err != nil {
 		return ""
 	}
