@@ -8,11 +8,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ai-dynamo/grove/internal/helmchart"
@@ -74,6 +76,7 @@ config:
     profiles: [{name: kai-scheduler}, {name: grove-scheduler}]
     defaultProfileName: kai-scheduler
   topologyAwareScheduling: {enabled: false}
+  nodeFailure: {grace: 5s, forceDeletePods: false, maxReplacements: 3}
 serviceMonitor: {enable: true, labels: {release: prom}}
 podDisruptionBudget: {enable: true}
 scheduler:
@@ -199,6 +202,9 @@ func TestValuesReachTheObjects(t *testing.T) {
 	// The two chosen, plus default-scheduler, which the operator always enables.
 	assert.ElementsMatch(t, []string{"kai-scheduler", "grove-scheduler", "default-scheduler"}, profiles)
 	assert.False(t, cfg.TopologyAwareScheduling.Enabled)
+	assert.Equal(t, 5*time.Second, cfg.NodeFailure.Grace.Duration)
+	assert.Equal(t, ptr.To(false), cfg.NodeFailure.ForceDeletePods)
+	assert.Equal(t, ptr.To[int32](3), cfg.NodeFailure.MaxReplacements)
 	assert.Equal(t, "registry.example.com/ml/grove-operator:v9.9.9", cfg.StartupWaiter.Image, "the startup waiter is the operator's image")
 	assert.Equal(t, namespace, cfg.Server.Webhooks.Namespace)
 	assert.Equal(t, "grove-operator", cfg.Server.Webhooks.ServiceName)

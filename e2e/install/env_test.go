@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,9 +36,11 @@ import (
 )
 
 const (
-	release    = "grove"
-	namespace  = "grove-system"
-	nodeName   = "real-node"
+	release   = "grove"
+	namespace = "grove-system"
+	nodeName  = "real-node"
+	// nodeNameB is the second real node, the one whose kubelet the node-failure step kills.
+	nodeNameB  = "real-node-b"
 	kwokNodes  = 4
 	registry   = "localhost/grove"
 	helmDriver = "secret"
@@ -47,6 +50,7 @@ const (
 type env struct {
 	c        *cluster.Cluster
 	node     *realnode.Node
+	nodeB    *realnode.Node
 	cl       client.Client
 	cs       kubernetes.Interface
 	dyn      dynamic.Interface
@@ -59,8 +63,8 @@ var suite *env
 
 // TestMain starts the control plane (advertising this machine's address), kube-scheduler
 // (the cluster's default scheduler, which places grove-operator's and grove-scheduler's own
-// pods), kwok with kwokNodes simulated nodes, one real node, and imports the images of both
-// versions into the real node's containerd.
+// pods), kwok with kwokNodes simulated nodes, two real nodes, and imports the images of both
+// versions into the real nodes' containerd.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -119,7 +123,13 @@ func start(ctx context.Context, versions []string, imageDir string) (*env, func(
 		SkipGroveCRDs:    true, // the chart installs them
 		AdvertiseAddress: hostIP,
 		APIServerArgs:    realnode.APIServerArgs,
-		ExtraControllers: realnode.Controllers,
+		// The node lifecycle controller turns a node whose kubelet stopped heartbeating
+		// Ready=Unknown (and taints it unreachable), as on a real cluster, sooner than its
+		// 50s default. kwok renews its nodes' leases every 10s (a quarter of their 40s), so
+		// 30s leaves them two missed renewals; taint-based eviction stays off
+		// (taint-eviction-controller does not run), so only grove-operator acts on a lost node.
+		ExtraControllers:      append(slices.Clone(realnode.Controllers), "node-lifecycle-controller"),
+		ControllerManagerArgs: []string{"--node-monitor-grace-period=" + nodeMonitorGrace.String(), "--node-monitor-period=2s"},
 	})
 	if err != nil {
 		return nil, stop, err
@@ -142,19 +152,28 @@ func start(ctx context.Context, versions []string, imageDir string) (*env, func(
 	if err := c.StartKwok(ctx); err != nil {
 		return nil, stop, err
 	}
-	node, err := realnode.Start(ctx, c, realnode.Options{Name: nodeName, HostIP: hostIP})
-	if err != nil {
-		return nil, stop, err
-	}
-	stops = append(stops, func() {
-		if err := node.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the real node:", err)
+	// Node B gets its own bridge and pod subnet; both nodes share this machine's address.
+	var nodes [2]*realnode.Node
+	for i, opts := range []realnode.Options{
+		{Name: nodeName, HostIP: hostIP},
+		{Name: nodeNameB, HostIP: hostIP, Bridge: "cni1", PodCIDR: "10.244.1.0/24"},
+	} {
+		node, err := realnode.Start(ctx, c, opts)
+		if err != nil {
+			return nil, stop, err
 		}
-	})
-	for _, v := range versions {
-		for _, name := range []string{"grove-operator", "grove-scheduler"} {
-			if err := node.ImportImage(ctx, filepath.Join(imageDir, v, name+".oci.tar")); err != nil {
-				return nil, stop, err
+		nodes[i] = node
+		stops = append(stops, func() {
+			if err := node.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "stopping the real node %s: %v\n", node.Name, err)
+			}
+		})
+		// Both nodes run the startup waiter, which is grove-operator's image.
+		for _, v := range versions {
+			for _, name := range []string{"grove-operator", "grove-scheduler"} {
+				if err := node.ImportImage(ctx, filepath.Join(imageDir, v, name+".oci.tar")); err != nil {
+					return nil, stop, err
+				}
 			}
 		}
 	}
@@ -164,7 +183,7 @@ func start(ctx context.Context, versions []string, imageDir string) (*env, func(
 			return nil, stop, err
 		}
 	}
-	e := &env{c: c, node: node, versions: [2]string{versions[0], versions[1]}}
+	e := &env{c: c, node: nodes[0], nodeB: nodes[1], versions: [2]string{versions[0], versions[1]}}
 	if e.cl, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, stop, err
 	}
@@ -212,6 +231,10 @@ func keepLogs(e *env, dir string) {
 	_ = os.MkdirAll(dst, 0o755)
 	logs, _ := filepath.Glob(filepath.Join(e.c.Dir, "*.log"))
 	containerLogs, _ := filepath.Glob(filepath.Join(e.node.PodLogDir, "*", "*", "*.log"))
+	if e.nodeB != nil {
+		logsB, _ := filepath.Glob(filepath.Join(e.nodeB.PodLogDir, "*", "*", "*.log"))
+		containerLogs = append(containerLogs, logsB...)
+	}
 	for _, f := range append(logs, containerLogs...) {
 		if data, err := os.ReadFile(f); err == nil {
 			rel := strings.ReplaceAll(strings.TrimPrefix(f, filepath.Dir(filepath.Dir(filepath.Dir(f)))+"/"), "/", "_")

@@ -69,6 +69,7 @@ func TestInstallLifecycle(t *testing.T) {
 		{"startup-order-on-real-node", e.testStartupOrder},
 		{"gang-on-kwok-nodes", e.testGang},
 		{"upgrade", e.testUpgrade},
+		{"node-failure-on-real-nodes", e.testNodeFailure},
 		{"uninstall", func(t *testing.T) { e.testUninstall(t, before) }},
 	}
 	for _, s := range steps {
@@ -87,6 +88,8 @@ func (e *env) values(v string) map[string]any {
 	node := map[string]any{corev1.LabelHostname: nodeName}
 	small := map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}}
 	return map[string]any{
+		// A node lost in testNodeFailure is acted on soon after it turns Unknown.
+		"config":        map[string]any{"nodeFailure": map[string]any{"grace": nodeFailureGrace.String()}},
 		"imageRegistry": registry,
 		"image":         map[string]any{"tag": v, "pullPolicy": "IfNotPresent"},
 		"nodeSelector":  node,

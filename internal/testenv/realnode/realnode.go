@@ -1,9 +1,13 @@
-// Package realnode runs one real Kubernetes node next to the local control plane of
+// Package realnode runs real Kubernetes nodes next to the local control plane of
 // internal/testenv/cluster: a kubelet built from the pinned Kubernetes module, containerd,
 // runc and the CNI bridge plugin from the distribution's packages, all with private
 // configuration and state under one directory that Stop removes. Pods bound to the node
 // really run: images are imported into the node's containerd (nothing is pulled), init
 // containers execute, probes are probed.
+//
+// Two nodes can run side by side on one machine: each has its own containerd (socket, root,
+// state), kubelet (ports, root dir, hostname) and CNI bridge with its own pod subnet
+// (Options.Bridge, Options.PodCIDR). Both share the machine's address as their InternalIP.
 //
 // The machine needs containerd, ctr, runc, the CNI plugins, busybox (static) and iptables;
 // `make realnode-deps` installs them. The control plane must advertise a non-loopback
@@ -24,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +44,8 @@ import (
 )
 
 const (
-	// PodCIDR is the node's pod network (CNI bridge cni0, host-local IPAM).
+	// PodCIDR is the pod network of a node started without Options.PodCIDR (CNI bridge
+	// cni0, host-local IPAM).
 	PodCIDR = "10.244.0.0/24"
 	// KubernetesServiceIP is the ClusterIP of default/kubernetes: the first address of the
 	// control plane's service range (10.96.0.0/16).
@@ -49,16 +55,22 @@ const (
 	// BusyboxImage holds a static busybox at /bin/busybox (and /bin/sh); workloads of the
 	// install tests run it.
 	BusyboxImage = "localhost/grove-e2e/busybox:static"
-	// bridgeName is the CNI bridge; the host is the pod network's gateway on it.
+	// bridgeName is the CNI bridge of a node started without Options.Bridge; the host is the
+	// pod network's gateway on it.
 	bridgeName = "cni0"
-	// ruleComment marks the node's iptables rule so that Stop removes exactly it.
+	// bridgePrefix starts the name of every node's bridge (HostIP skips them).
+	bridgePrefix = "cni"
+	// ruleComment starts the comment of a node's iptables rule, followed by
+	// /<node>/<owner pid>, so that Stop removes exactly its rule and Start only rules of dead
+	// runs.
 	ruleComment = "grove-realnode-kubernetes-service"
 )
 
 // APIServerArgs are the kube-apiserver flags a control plane with a real node needs: the
 // apiserver dials webhook (and conversion) Services at their endpoints, since no kube-proxy
-// makes ClusterIPs routable on this machine.
-var APIServerArgs = []string{"--enable-aggregator-routing=true"}
+// makes ClusterIPs routable on this machine, and kubelets (logs, exec) at their InternalIP,
+// since no DNS resolves node names here.
+var APIServerArgs = []string{"--enable-aggregator-routing=true", "--kubelet-preferred-address-types=InternalIP,Hostname"}
 
 // Controllers are the kube-controller-manager controllers a real node's pods need besides
 // the cluster's defaults: Deployments, the kube-root-ca.crt ConfigMap every service-account
@@ -79,6 +91,12 @@ type Options struct {
 	KubeletPath string
 	// HostIP is the node's address and the apiserver's advertised address; HostIP() when empty.
 	HostIP string
+	// Bridge is the CNI bridge, "cni0" when empty; a second node on the machine needs its own
+	// (e.g. "cni1").
+	Bridge string
+	// PodCIDR is the node's pod subnet, PodCIDR when empty; a second node on the machine needs
+	// its own (e.g. "10.244.1.0/24").
+	PodCIDR string
 }
 
 // Node is a running real node.
@@ -91,6 +109,8 @@ type Node struct {
 	Socket string
 	// PodLogDir holds the containers' logs (<namespace>_<pod>_<uid>/<container>/<n>.log).
 	PodLogDir string
+	// Bridge and PodCIDR are the node's pod network.
+	Bridge, PodCIDR string
 
 	c                   *cluster.Cluster
 	containerd, kubelet *cluster.Process
@@ -105,7 +125,7 @@ func HostIP() (string, error) {
 		return "", err
 	}
 	for _, iface := range ifaces {
-		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 || iface.Name == bridgeName ||
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 || strings.HasPrefix(iface.Name, bridgePrefix) ||
 			strings.HasPrefix(iface.Name, "veth") {
 			continue
 		}
@@ -157,9 +177,18 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (n *Node, err 
 	if err := Prerequisites(); err != nil {
 		return nil, err
 	}
-	n = &Node{Name: opts.Name, Dir: opts.Dir, HostIP: opts.HostIP, c: c}
+	n = &Node{Name: opts.Name, Dir: opts.Dir, HostIP: opts.HostIP, Bridge: opts.Bridge, PodCIDR: opts.PodCIDR, c: c}
 	if n.Name == "" {
 		n.Name = "real-node"
+	}
+	if n.Bridge == "" {
+		n.Bridge = bridgeName
+	}
+	if n.PodCIDR == "" {
+		n.PodCIDR = PodCIDR
+	}
+	if !strings.HasPrefix(n.Bridge, bridgePrefix) {
+		return nil, fmt.Errorf("realnode: bridge %q must start with %q", n.Bridge, bridgePrefix)
 	}
 	if n.HostIP == "" {
 		if n.HostIP, err = HostIP(); err != nil {
@@ -193,7 +222,7 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (n *Node, err 
 	// A run that died (a panicking test skips every cleanup) left its containers, mounts,
 	// state and bridge behind; its bridge carries addresses of pods long gone.
 	removeStaleNodes()
-	_ = exec.Command("ip", "link", "delete", bridgeName).Run()
+	_ = exec.Command("ip", "link", "delete", n.Bridge).Run()
 	if err := os.WriteFile(n.path(ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		return n, err
 	}
@@ -244,11 +273,11 @@ state = %[2]q
 	if err := os.WriteFile(n.path("containerd.toml"), []byte(config), 0o644); err != nil {
 		return err
 	}
-	conflist := fmt.Sprintf(`{"cniVersion":"0.4.0","name":"grove","plugins":[
+	conflist := fmt.Sprintf(`{"cniVersion":"0.4.0","name":"grove-%s","plugins":[
  {"type":"bridge","bridge":%q,"isGateway":true,"ipMasq":false,
   "ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":%q}]],"routes":[{"dst":"0.0.0.0/0"}]}},
  {"type":"portmap","capabilities":{"portMappings":true}}]}
-`, bridgeName, n.path("cni/ipam"), PodCIDR)
+`, n.Bridge, n.Bridge, n.path("cni/ipam"), n.PodCIDR)
 	if err := os.WriteFile(n.path("cni/net.d/10-grove.conflist"), []byte(conflist), 0o644); err != nil {
 		return err
 	}
@@ -256,7 +285,7 @@ state = %[2]q
 	if err != nil {
 		return err
 	}
-	if n.containerd, err = n.c.StartProcess("realnode-containerd", path, []string{"--config", n.path("containerd.toml")}, nil); err != nil {
+	if n.containerd, err = n.c.StartProcess("realnode-containerd-"+n.Name, path, []string{"--config", n.path("containerd.toml")}, nil); err != nil {
 		return err
 	}
 	return n.poll(ctx, n.containerd, time.Minute, func(ctx context.Context) (bool, error) {
@@ -338,7 +367,7 @@ maxPods: 60
 		"--node-ip=" + n.HostIP,
 		"--v=1",
 	}
-	if n.kubelet, err = n.c.StartProcess("realnode-kubelet", path, args, nil); err != nil {
+	if n.kubelet, err = n.c.StartProcess("realnode-kubelet-"+n.Name, path, args, nil); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(n.c.Config)
@@ -370,10 +399,11 @@ func (n *Node) routeKubernetesService(ctx context.Context) error {
 	if host != n.HostIP {
 		return fmt.Errorf("realnode: the apiserver advertises %s, not the node's address %s (set cluster.Options.AdvertiseAddress)", host, n.HostIP)
 	}
-	n.ruleArgs = []string{"-t", "nat", "PREROUTING", "-s", PodCIDR, "-d", KubernetesServiceIP, "-p", "tcp", "--dport", "443",
-		"-m", "comment", "--comment", ruleComment, "-j", "DNAT", "--to-destination", net.JoinHostPort(host, port)}
+	comment := fmt.Sprintf("%s/%s/%d", ruleComment, n.Name, os.Getpid())
+	n.ruleArgs = []string{"-t", "nat", "PREROUTING", "-s", n.PodCIDR, "-d", KubernetesServiceIP, "-p", "tcp", "--dport", "443",
+		"-m", "comment", "--comment", comment, "-j", "DNAT", "--to-destination", net.JoinHostPort(host, port)}
 	// Rules of an earlier run that died point at a port nobody listens on any more.
-	removeStaleRules()
+	removeStaleRules(comment)
 	out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w"}, insertArgs(n.ruleArgs)...)...).CombinedOutput()
 	if err != nil {
 		n.ruleArgs = nil
@@ -385,8 +415,9 @@ func (n *Node) routeKubernetesService(ctx context.Context) error {
 func insertArgs(rule []string) []string { return append([]string{rule[0], rule[1], "-A"}, rule[2:]...) }
 func deleteArgs(rule []string) []string { return append([]string{rule[0], rule[1], "-D"}, rule[2:]...) }
 
-// removeStaleRules deletes every rule carrying ruleComment.
-func removeStaleRules() {
+// removeStaleRules deletes the rules of nodes whose owner process is gone, and own, this
+// node's earlier rule: the rules of other live nodes stay.
+func removeStaleRules(own string) {
 	out, err := exec.Command("iptables", "-w", "-t", "nat", "-S", "PREROUTING").Output()
 	if err != nil {
 		return
@@ -401,8 +432,18 @@ func removeStaleRules() {
 		for i, f := range fields {
 			fields[i] = strings.Trim(f, `"`)
 		}
+		if i := slices.Index(fields, "--comment"); i >= 0 && i+1 < len(fields) && fields[i+1] != own && ruleOwnerAlive(fields[i+1]) {
+			continue
+		}
 		_ = exec.Command("iptables", append([]string{"-w", "-t", "nat"}, fields...)...).Run()
 	}
+}
+
+// ruleOwnerAlive reports whether the process named at the end of a rule's comment
+// (<ruleComment>/<node>/<pid>) still runs; rules without an owner are an older run's.
+func ruleOwnerAlive(comment string) bool {
+	pid, err := strconv.Atoi(comment[strings.LastIndexByte(comment, '/')+1:])
+	return err == nil && cluster.ProcessAlive(pid)
 }
 
 func (n *Node) poll(ctx context.Context, p *cluster.Process, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
@@ -431,6 +472,17 @@ func (n *Node) LogTail(lines int) string {
 	return b.String()
 }
 
+// KillKubelet kills the node's kubelet (SIGKILL) and leaves everything else running, as when
+// a kubelet crashes or its node is cut off from the control plane: the node stops
+// heartbeating, its containers keep running on containerd, and nobody reports their status.
+// Stop still removes them.
+func (n *Node) KillKubelet() error {
+	if n.kubelet == nil {
+		return errors.New("realnode: the kubelet was never started")
+	}
+	return n.kubelet.Kill()
+}
+
 // Stop kills every container of the node, stops the kubelet and containerd, removes the
 // iptables rule, the bridge and every mount under Dir, and (when temporary) Dir itself.
 func (n *Node) Stop() error {
@@ -451,7 +503,9 @@ func (n *Node) Stop() error {
 		}
 		n.ruleArgs = nil
 	}
-	_ = exec.Command("ip", "link", "delete", bridgeName).Run()
+	if n.Bridge != "" {
+		_ = exec.Command("ip", "link", "delete", n.Bridge).Run()
+	}
 	if n.Dir != "" {
 		errs = append(errs, unmountUnder(n.Dir))
 		if n.tempDir {

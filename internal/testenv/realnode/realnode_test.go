@@ -22,8 +22,9 @@ import (
 )
 
 // TestPodRunsAndReachesTheAPIServer runs a real container on the node that dials the
-// kubernetes Service's ClusterIP, which only the node's rule routes to the apiserver, and
-// checks that Stop leaves no bridge, rule or state behind.
+// kubernetes Service's ClusterIP, which only the node's rule routes to the apiserver, reads
+// its log through the apiserver (which dials the kubelet), and checks that Stop leaves no
+// bridge, rule or state behind.
 func TestPodRunsAndReachesTheAPIServer(t *testing.T) {
 	require.NoError(t, Prerequisites())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -51,7 +52,7 @@ func TestPodRunsAndReachesTheAPIServer(t *testing.T) {
 			Containers: []corev1.Container{{
 				Name: "dial", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever,
 				// The kubelet names the Service in the environment, as for every pod.
-				Command: []string{"/bin/sh", "-c", `nc -w 5 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" </dev/null`},
+				Command: []string{"/bin/sh", "-c", `echo "dialing $KUBERNETES_SERVICE_HOST"; nc -w 5 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" </dev/null`},
 			}},
 		},
 	}
@@ -73,6 +74,10 @@ func TestPodRunsAndReachesTheAPIServer(t *testing.T) {
 		out, _ = os.ReadFile(logs[0])
 	}
 	require.Equal(t, corev1.PodSucceeded, phase, "the container could not reach the apiserver through %s:443: %s", KubernetesServiceIP, out)
+	// `kubectl logs`: the apiserver reaches the kubelet at the node's InternalIP.
+	apiLog, err := cs.CoreV1().Pods("default").GetLogs("dial", &corev1.PodLogOptions{}).DoRaw(ctx)
+	require.NoError(t, err)
+	require.Contains(t, string(apiLog), "dialing "+KubernetesServiceIP)
 
 	dir := n.Dir
 	stopped = true
