@@ -89,7 +89,14 @@ func TestReuseReservation(t *testing.T) {
 		for _, n := range nodeSet(after) {
 			assert.Contains(t, before, n, "back on the nodes it had")
 		}
-		assert.Equal(t, 1.0, *e.podGang("served").Status.PlacementScore)
+		// The score comes with the gang's status write, which may follow the last binding.
+		e.eventually("served's placement score", func() (bool, string) {
+			score := e.podGang("served").Status.PlacementScore
+			if score == nil {
+				return false, "no placement score yet"
+			}
+			return *score == 1.0, fmt.Sprintf("placement score %v", *score)
+		})
 	})
 
 	t.Run("required: waits for its rack while another gang holds it", func(t *testing.T) {
