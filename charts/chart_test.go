@@ -77,6 +77,8 @@ config:
     defaultProfileName: kai-scheduler
   topologyAwareScheduling: {enabled: false}
   nodeFailure: {grace: 5s, forceDeletePods: false, maxReplacements: 3}
+  debugging: {enableProfiling: true, pprofBindPort: 2754}
+  network: {autoMNNVLEnabled: false}
 serviceMonitor: {enable: true, labels: {release: prom}}
 podDisruptionBudget: {enable: true}
 scheduler:
@@ -205,6 +207,11 @@ func TestValuesReachTheObjects(t *testing.T) {
 	assert.Equal(t, 5*time.Second, cfg.NodeFailure.Grace.Duration)
 	assert.Equal(t, ptr.To(false), cfg.NodeFailure.ForceDeletePods)
 	assert.Equal(t, ptr.To[int32](3), cfg.NodeFailure.MaxReplacements)
+	if assert.NotNil(t, cfg.Debugging, "config.debugging reaches the operator") {
+		assert.Equal(t, ptr.To(true), cfg.Debugging.EnableProfiling)
+		assert.Equal(t, ptr.To(2754), cfg.Debugging.PprofBindPort)
+	}
+	assert.NotNil(t, cfg.Network, "config.network reaches the operator")
 	assert.Equal(t, "registry.example.com/ml/grove-operator:v9.9.9", cfg.StartupWaiter.Image, "the startup waiter is the operator's image")
 	assert.Equal(t, namespace, cfg.Server.Webhooks.Namespace)
 	assert.Equal(t, "grove-operator", cfg.Server.Webhooks.ServiceName)
