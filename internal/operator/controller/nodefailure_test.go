@@ -35,7 +35,13 @@ func nodeFailureConfig(grace time.Duration, mutate ...func(*configv1alpha1.NodeF
 // kubelet (False) would, from now on.
 func (e *env) setNodeReady(name string, status corev1.ConditionStatus) time.Time {
 	e.t.Helper()
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	return e.setNodeReadySince(name, status, time.Now())
+}
+
+// setNodeReadySince is setNodeReady with the transition at since.
+func (e *env) setNodeReadySince(name string, status corev1.ConditionStatus, since time.Time) time.Time {
+	e.t.Helper()
+	now := metav1.NewTime(since.Truncate(time.Second))
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	require.NoError(e.t, e.c.Get(e.ctx, client.ObjectKeyFromObject(n), n))
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
@@ -373,6 +379,42 @@ func TestNodeFailureBackOffAndBudget(t *testing.T) {
 	require.NoError(t, e.c.Get(e.ctx, client.ObjectKeyFromObject(&lost), p))
 	assert.Nil(t, p.DeletionTimestamp, "past the budget the pod is not replaced")
 	assert.EqualValues(t, 2, e.pcs(t, "nf").Status.NodeFailures[0].Replacements)
+}
+
+// TestNodeFailureOfOneIncidentIsNotBackedOff: two nodes of a replica go down together, but the
+// second is seen failed only after the first one's pod was replaced. Its failure began before
+// that replacement, so it belongs to the same incident: its pod is replaced at once, not after
+// the replica's back-off (five minutes here).
+func TestNodeFailureOfOneIncidentIsNotBackedOff(t *testing.T) {
+	e := newEnv(t, nodeFailureConfig(time.Second, func(n *configv1alpha1.NodeFailureConfiguration) {
+		n.InitialBackOff = metav1.Duration{Duration: 5 * time.Minute}
+		n.MaxBackOff = metav1.Duration{Duration: 5 * time.Minute}
+	}))
+	running, first, second := e.kwokNode(), e.node(), e.node()
+	e.create(oneClique(e.ns, "nf", 3, nil))
+	pods := e.ungatedPods("nf-0-w", 3)
+	e.bind(&pods[0], running)
+	e.bind(&pods[1], first)
+	e.bind(&pods[2], second)
+	e.waitScheduled("nf-0-w", 3)
+
+	failedAt := e.setNodeReady(first, corev1.ConditionUnknown)
+	e.eventually(func(c *assert.CollectT) {
+		assert.True(c, e.podGone(c, pods[1]))
+		if nf := e.pcs(c, "nf").Status.NodeFailures; assert.Len(c, nf, 1) {
+			assert.EqualValues(c, 1, nf[0].Replacements)
+		}
+	}, "the first node's pod is replaced")
+	// The second node went down with the first; the operator learns of it now.
+	e.setNodeReadySince(second, corev1.ConditionUnknown, failedAt)
+	e.eventually(func(c *assert.CollectT) {
+		assert.True(c, e.podGone(c, pods[2]), "the second node's pod is replaced without the back-off")
+	}, "the second node's pod is replaced")
+	e.eventually(func(c *assert.CollectT) {
+		if nf := e.pcs(c, "nf").Status.NodeFailures; assert.Len(c, nf, 1) {
+			assert.EqualValues(c, 2, nf[0].Replacements)
+		}
+	}, "both replacements are counted")
 }
 
 // TestNodeFailureRecreateGang: under nodeFailurePolicy RecreateGang a node failure recreates

@@ -236,7 +236,7 @@ func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e core
 		e.BudgetExhausted = true
 		return e, nil, nil
 	}
-	if e.Replacements > 0 && e.LastReplacementTime != nil {
+	if e.Replacements > 0 && e.LastReplacementTime != nil && !sameIncident(l, e.LastReplacementTime.Time) {
 		if next := e.LastReplacementTime.Add(backOff(cfg, e.Replacements)); now.Before(next) {
 			st.setBackOff(i, next)
 			st.requeueAfter(next.Sub(now))
@@ -255,6 +255,20 @@ func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e core
 		return counted, nil, nil
 	}
 	return counted, &replacement{replica: i, before: before, loss: l}, nil
+}
+
+// sameIncident reports whether one of the nodes behind loss had failed before the last
+// replacement (at last): nodes that go down together (a rack's power, a switch) but are seen
+// failed a little apart belong to the incident that replacement answered, and their pods are
+// replaced without a back-off. The back-off is for a replica whose replacements keep failing.
+// Transition times have whole seconds: a failure in the replacement's own second counts as new.
+func sameIncident(l *replicaLoss, last time.Time) bool {
+	for _, h := range l.nodes {
+		if h.since.Before(last.Truncate(time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // backOff is the least time after the n-th replacement before the next one.
