@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -283,6 +284,9 @@ func backOff(cfg configv1alpha1.NodeFailureConfiguration, n int32) time.Duration
 	return min(d, cfg.MaxBackOff.Duration)
 }
 
+// replaceWorkers bounds the deletes of lost pods in flight.
+const replaceWorkers = 32
+
 // replacement is what replacing one replica's lost pods takes: their deletes, and the
 // replica's entry as it was before the replacement counted.
 type replacement struct {
@@ -291,9 +295,9 @@ type replacement struct {
 	loss    *replicaLoss
 }
 
-// replace deletes the live pods on failed nodes of every replica being replaced, all at once
-// in slow-start batches; their PodCliques recreate them. A replica some of whose deletes failed
-// or were not made gets its entry back as before (the next pass tries again, with no back-off).
+// replace deletes the live pods on failed nodes of every replica being replaced, all at once;
+// their PodCliques recreate them. A replica some of whose deletes failed gets its entry back
+// as before (the next pass tries again, with no back-off).
 func (c *nodeFailures) replace(ctx context.Context, st *state, replacing []*replacement,
 	entries []corev1alpha1.ReplicaNodeFailureStatus, cfg configv1alpha1.NodeFailureConfiguration) error {
 	type podDelete struct {
@@ -311,17 +315,18 @@ func (c *nodeFailures) replace(ctx context.Context, st *state, replacing []*repl
 		return nil
 	}
 	st.children.wrote(childPods)
-	// done[n]: delete n was made. SlowStart stops after a batch with a failure, so a failed
-	// delete and one it never reached leave their replica undone alike.
+	// done[n]: delete n was made. All at once, not in slow-start batches: a failed node's pods
+	// are few and known, a systematic failure is unlikely, and every second counts here (the
+	// client's QPS still paces them).
 	done := make([]bool, len(deletes))
-	_, err := common.SlowStart(ctx, len(deletes), func(ctx context.Context, n int) error {
+	errs := make([]error, len(deletes))
+	workqueue.ParallelizeUntil(ctx, replaceWorkers, len(deletes), func(n int) {
 		d := deletes[n]
-		if err := c.deletePod(ctx, d.pod, d.forced); err != nil {
-			return err
+		if errs[n] = c.deletePod(ctx, d.pod, d.forced); errs[n] == nil {
+			done[n] = true
 		}
-		done[n] = true
-		return nil
 	})
+	err := errors.Join(errs...)
 	undone := map[*replacement]bool{}
 	for n, d := range deletes {
 		if !done[n] {
