@@ -232,7 +232,7 @@ func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.
 	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
 		return unwanted, nil
 	}
-	replicas, err := r.groupReplicas(ctx, pcsg, members)
+	replicas, _, err := r.groupReplicas(ctx, pcsg, members)
 	if err != nil {
 		return nil, err
 	}
