@@ -8,13 +8,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
 	"github.com/ai-dynamo/grove/internal/operator/controller/podcliquescalinggroup"
+	"github.com/ai-dynamo/grove/internal/operator/controller/podcliqueset"
 )
 
 // requestCounter wraps a controller's client and counts what an update costs: dry-run creates,
@@ -148,4 +151,88 @@ func TestRolloutStepRequests(t *testing.T) {
 
 	_, _, shortGroupReplicas, _ := tr.snapshot()
 	assert.Equal(t, 1, shortGroupReplicas["steps-0-workers"], "the budget (1) still holds")
+}
+
+// gangStatusCounter wraps the PodCliqueSet controller's client and measures how many PodGang
+// status applies are in flight at once; an apply waits, up to a bound, for `together` of them.
+type gangStatusCounter struct {
+	client.Client
+	together int
+
+	mu                    sync.Mutex
+	counting              bool
+	inFlight, maxInFlight int
+	arrived               *sync.Cond
+}
+
+func (g *gangStatusCounter) Status() client.SubResourceWriter { return g.SubResource("status") }
+
+func (g *gangStatusCounter) SubResource(sub string) client.SubResourceClient {
+	if sub != "status" {
+		return g.Client.SubResource(sub)
+	}
+	return &gangStatusApplies{SubResourceClient: g.Client.SubResource(sub), g: g}
+}
+
+type gangStatusApplies struct {
+	client.SubResourceClient
+	g *gangStatusCounter
+}
+
+func (s *gangStatusApplies) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	g := s.g
+	_, gang := obj.(*schedulerac.PodGangApplyConfiguration)
+	g.mu.Lock()
+	counting := g.counting && gang
+	if counting {
+		g.inFlight++
+		g.maxInFlight = max(g.maxInFlight, g.inFlight)
+		g.arrived.Broadcast()
+		deadline := time.Now().Add(2 * time.Second)
+		timer := time.AfterFunc(2*time.Second, func() { g.mu.Lock(); g.arrived.Broadcast(); g.mu.Unlock() })
+		for g.inFlight < g.together && time.Now().Before(deadline) {
+			g.arrived.Wait()
+		}
+		timer.Stop()
+	}
+	g.mu.Unlock()
+	err := s.SubResourceClient.Apply(ctx, obj, opts...)
+	if counting {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// TestUpdateStartWritesGangReadinessTogether: an update's start changes every PodGang's
+// generation at once (the reuse reference), and the PodCliqueSet controller rewrites each
+// gang's Ready condition for it before its status names the replica being updated. Those
+// writes go out together, not one round trip after another.
+func TestUpdateStartWritesGangReadinessTogether(t *testing.T) {
+	e := newNamespace(t)
+	counter := &gangStatusCounter{}
+	e.writers = map[string]func(client.Client) client.Client{
+		podcliqueset.ControllerName: func(c client.Client) client.Client {
+			counter = &gangStatusCounter{Client: c, together: 2}
+			counter.arrived = sync.NewCond(&counter.mu)
+			return counter
+		},
+	}
+	e.startOperator()
+	pcs := disaggregated(e.ns, "ready", 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4) // the base gang and 3 scaled ones
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("ready", 1, 4, 1))
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "ready", 1, 13)
+	counter.mu.Lock()
+	counter.counting = true
+	counter.mu.Unlock()
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.waitUpdated("ready", 1)
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	assert.GreaterOrEqual(t, counter.maxInFlight, 2, "PodGang Ready writes in flight at once")
 }
