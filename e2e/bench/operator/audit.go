@@ -29,13 +29,23 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	RequestURI               string    `json:"requestURI"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
 type request struct {
 	at       time.Time
 	resource string // resource[/subresource]
-	verb     string
+	verb     string // "create(dryRun)" etc. for a dry run: it writes nothing
+}
+
+// dryRunVerb marks a dry-run request's verb: the operator dry-runs a replacement pod before it
+// deletes a healthy one for an update, and such a create is no pod.
+func dryRunVerb(verb, uri string) string {
+	if strings.Contains(uri, "dryRun=") {
+		return verb + "(dryRun)"
+	}
+	return verb
 }
 
 func (r request) write() bool {
@@ -72,7 +82,7 @@ func readAudit(path string) ([]request, error) {
 				res += "/" + ev.ObjectRef.Subresource
 			}
 		}
-		out = append(out, request{at: ev.RequestReceivedTimestamp, resource: res, verb: ev.Verb})
+		out = append(out, request{at: ev.RequestReceivedTimestamp, resource: res, verb: dryRunVerb(ev.Verb, ev.RequestURI)})
 	}
 	return out, sc.Err()
 }

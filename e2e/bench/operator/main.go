@@ -41,6 +41,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -561,18 +562,22 @@ func (b *bench) deletePCS(ctx context.Context, ns string, pods int, label string
 
 // updateTemplate changes every clique's container environment: every pod is replaced.
 func (b *bench) updateTemplate(ctx context.Context, ns, name, revision string, gen *atomic.Int64) error {
-	pcs := &corev1alpha1.PodCliqueSet{}
-	if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pcs); err != nil {
-		return err
-	}
-	for _, c := range pcs.Spec.Template.Cliques {
-		setRevision(c.Spec.PodSpec.Containers, revision)
-	}
-	if err := b.admin.Update(ctx, pcs); err != nil {
-		return err
-	}
-	gen.Store(pcs.Generation)
-	return nil
+	// Again on a conflict: the operator writes the PodCliqueSet's status as it likes, and an
+	// update that lost the race left the benchmark waiting out its whole timeout.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pcs := &corev1alpha1.PodCliqueSet{}
+		if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pcs); err != nil {
+			return err
+		}
+		for _, c := range pcs.Spec.Template.Cliques {
+			setRevision(c.Spec.PodSpec.Containers, revision)
+		}
+		if err := b.admin.Update(ctx, pcs); err != nil {
+			return err
+		}
+		gen.Store(pcs.Generation)
+		return nil
+	})
 }
 
 // steadyWrites are the no-op windows: the operator's writes are counted from the audit log at the end.

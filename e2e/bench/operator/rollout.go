@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,20 +82,23 @@ func (b *bench) deploymentRollout(ctx context.Context, n int) error {
 // records the PodGangs' mean placement score before and after.
 func (b *bench) rollDisagg(ctx context.Context, ns, name string, pods int, budget *intstr.IntOrString, revision string) error {
 	if budget != nil {
-		pcs := &corev1alpha1.PodCliqueSet{}
-		if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pcs); err != nil {
-			return err
-		}
-		// Not part of the pod template: this starts no update.
-		for _, c := range pcs.Spec.Template.Cliques {
-			if c.Name == "router" {
-				c.RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{MaxUnavailable: budget}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pcs := &corev1alpha1.PodCliqueSet{}
+			if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pcs); err != nil {
+				return err
 			}
-		}
-		for i := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
-			pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{MaxUnavailable: budget}
-		}
-		if err := b.admin.Update(ctx, pcs); err != nil {
+			// Not part of the pod template: this starts no update.
+			for _, c := range pcs.Spec.Template.Cliques {
+				if c.Name == "router" {
+					c.RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{MaxUnavailable: budget}
+				}
+			}
+			for i := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+				pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{MaxUnavailable: budget}
+			}
+			return b.admin.Update(ctx, pcs)
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -179,3 +179,53 @@ func TestProgressDeadline(t *testing.T) {
 	}
 	assert.Equal(t, 8, ready, "every other pod still serves")
 }
+
+// TestUpdateInProgressPerComponent: each standalone PodClique and scaling group reports its own
+// UpdateInProgress, as upstream Grove does: NoActiveUpdate before the update; while nothing
+// schedules the new pods, the router (progressDeadline 2s) turns ProgressDeadlineExceeded and
+// the group (no deadline) stays Progressing; once the pods run, both are NoActiveUpdate again.
+func TestUpdateInProgressPerComponent(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "comp", 1)
+	pcs.Spec.Template.Clique("router").Spec.Replicas = 2
+	pcs.Spec.Template.Clique("router").RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
+		ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("comp", 1, 2, 2))
+	sched := e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "comp", 1, 8)
+	reasons := func(c *assert.CollectT) (router, group string) {
+		if cond := meta.FindStatusCondition(e.pclq(c, "comp-0-router").Status.Conditions, apicommon.ConditionUpdateInProgress); cond != nil {
+			router = cond.Reason
+		}
+		if cond := meta.FindStatusCondition(e.pcsg(c, "comp-0-workers").Status.Conditions, apicommon.ConditionUpdateInProgress); cond != nil {
+			group = cond.Reason
+		}
+		return router, group
+	}
+	e.eventually(func(c *assert.CollectT) {
+		router, group := reasons(c)
+		assert.Equal(c, apicommon.ReasonNoActiveUpdate, router)
+		assert.Equal(c, apicommon.ReasonNoActiveUpdate, group)
+	})
+
+	sched.pause(true)
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.eventually(func(c *assert.CollectT) {
+		router, group := reasons(c)
+		assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, router)
+		assert.Equal(c, apicommon.ReasonProgressing, group)
+		cond := meta.FindStatusCondition(e.pclq(c, "comp-0-router").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, metav1.ConditionUnknown, cond.Status)
+		}
+	})
+
+	sched.pause(false)
+	e.waitUpdated("comp", 1)
+	e.eventually(func(c *assert.CollectT) {
+		router, group := reasons(c)
+		assert.Equal(c, apicommon.ReasonNoActiveUpdate, router)
+		assert.Equal(c, apicommon.ReasonNoActiveUpdate, group)
+	})
+}

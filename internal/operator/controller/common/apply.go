@@ -130,6 +130,19 @@ func Delete(ctx context.Context, c client.Client, obj client.Object) error {
 // operator version that merge-patched) are that writer's in managedFields, and an apply that
 // leaves them out would not remove them: they are first handed to manager, once.
 func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, manager string) error {
+	return applyStatus(ctx, c, obj, manager, false)
+}
+
+// ApplyStatusIfUnchanged is ApplyStatus conditional on obj's resourceVersion (a Conflict when
+// the stored object has moved on): for a status decision that must not overwrite one a newer
+// pass made from a fresher copy. Writing it by apply too, under the same manager, keeps the
+// status one manager's: a merge patch of part of it made that part an updater's, and every
+// later apply first handed it back with a patch of managedFields.
+func ApplyStatusIfUnchanged(ctx context.Context, c client.Client, obj client.Object, manager string) error {
+	return applyStatus(ctx, c, obj, manager, true)
+}
+
+func applyStatus(ctx context.Context, c client.Client, obj client.Object, manager string, locked bool) error {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
 	if err != nil {
 		return err
@@ -146,6 +159,9 @@ func ApplyStatus(ctx context.Context, c client.Client, obj client.Object, manage
 	u.SetGroupVersionKind(gvk)
 	u.SetName(obj.GetName())
 	u.SetNamespace(obj.GetNamespace())
+	if locked {
+		u.SetResourceVersion(obj.GetResourceVersion())
+	}
 	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
 		return err
 	}

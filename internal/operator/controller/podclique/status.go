@@ -3,6 +3,7 @@ package podclique
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,21 +44,55 @@ func (r *Reconciler) updateStatus(ctx context.Context, pclq *corev1alpha1.PodCli
 }
 
 // writeStatus applies the PodClique's status (the whole of it, as computed; common.ApplyStatus), with observedGeneration observed and the
-// PodCreateFailed condition of outcome (unchanged when nil), when it changed.
-func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64, outcome *createOutcome) (wrote bool, err error) {
+// PodCreateFailed condition of outcome (unchanged when nil), when it changed. recheck is when
+// a standalone clique's UpdateInProgress progressDeadline runs out (0: never).
+func (r *Reconciler) writeStatus(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod, observed *int64, outcome *createOutcome) (recheck time.Duration, err error) {
 	status := computeStatus(pclq, pods)
 	status.ObservedGeneration = observed
 	if outcome != nil {
 		setPodCreateFailedCondition(&status.Conditions, *outcome, pclq.Generation)
 	}
+	rollout, standalone, err := r.rollout(ctx, pclq, pods)
+	if err != nil {
+		return 0, err
+	}
+	if standalone {
+		var cond metav1.Condition
+		cond, recheck = common.UpdateInProgressCondition(rollout, time.Now())
+		common.SetCondition(&status.Conditions, cond, pclq.Generation)
+	}
 	if equality.Semantic.DeepEqual(status, pclq.Status) {
-		return false, nil
+		return recheck, nil
 	}
 	pclq.Status = status
 	if err := common.ApplyStatus(ctx, r.statusClient(), pclq, apicommon.PodCliqueFieldManager); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return recheck, client.IgnoreNotFound(err)
 	}
-	return true, nil
+	return recheck, nil
+}
+
+// rollout reads a standalone clique's part in an update of its PodCliqueSet replica (upstream
+// Grove reports UpdateInProgress per standalone PodClique and scaling group; a scaling group's
+// members are the group's). standalone is false for a member, or a clique whose PodCliqueSet
+// is gone.
+func (r *Reconciler) rollout(ctx context.Context, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) (common.ComponentRollout, bool, error) {
+	if _, member := pclq.Labels[apicommon.LabelPodCliqueScalingGroup]; member {
+		return common.ComponentRollout{}, false, nil
+	}
+	pcs := &corev1alpha1.PodCliqueSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: pclq.Namespace, Name: common.PodCliqueSetName(pclq)}, pcs); err != nil {
+		return common.ComponentRollout{}, false, client.IgnoreNotFound(err)
+	}
+	replica, ok := common.IntLabel(pclq, apicommon.LabelPodCliqueSetReplicaIndex)
+	if !ok {
+		return common.ComponentRollout{}, false, nil
+	}
+	var deadline *metav1.Duration
+	if ru := rollingUpdateOfClique(pcs, pclq); ru != nil {
+		deadline = ru.ProgressDeadline
+	}
+	want := map[string]string{pclq.Name: pclq.Labels[apicommon.LabelPodTemplateHash]}
+	return common.ComponentRolloutOf(pcs, replica, pods, want, pclq.Spec.Replicas, deadline), true, nil
 }
 
 // computeStatus counts the live pods and derives the conditions.

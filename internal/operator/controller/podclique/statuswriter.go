@@ -134,6 +134,10 @@ func (w *statusWriter) write(ctx context.Context, key types.NamespacedName) erro
 		o := v.(createOutcome)
 		outcome = &o
 	}
-	_, err = w.r.writeStatus(ctx, pclq, pods, observed, outcome)
+	recheck, err := w.r.writeStatus(ctx, pclq, pods, observed, outcome)
+	if recheck > 0 {
+		// The progressDeadline runs out with no event to bring the clique back.
+		w.queue.AddAfter(key, recheck)
+	}
 	return err
 }

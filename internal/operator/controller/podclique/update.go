@@ -31,6 +31,7 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 	templateHash := pclq.Labels[apicommon.LabelPodTemplateHash]
 	var outdatedReady, outdatedNotReady []*corev1.Pod
 	var ready int32
+	accepted := false // a live pod of the current template: the apiserver creates them
 	for _, p := range active {
 		isReady := common.IsReady(p)
 		if isReady {
@@ -38,6 +39,7 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 		}
 		switch {
 		case p.Labels[apicommon.LabelPodTemplateHash] == templateHash:
+			accepted = true
 		case isReady:
 			outdatedReady = append(outdatedReady, p)
 		default:
@@ -62,9 +64,12 @@ func (r *Reconciler) replaceOutdatedPods(ctx context.Context, key string, pclq *
 		return nil // replacements are still starting: the budget is spent
 	}
 	// Never a healthy member before its replacement can be created: a replacement the
-	// apiserver refuses would leave the clique a pod short for good.
-	if err := r.replacementCreatable(ctx, pclq); err != nil {
-		return err
+	// apiserver refuses would leave the clique a pod short for good. Once it has created one,
+	// the dry run is not repeated at every pod the update replaces.
+	if !accepted {
+		if err := r.replacementCreatable(ctx, pclq); err != nil {
+			return err
+		}
 	}
 	sort.Slice(outdatedReady, func(i, j int) bool {
 		a, _ := common.IntLabel(outdatedReady[i], apicommon.LabelPodCliquePodIndex)
@@ -96,8 +101,11 @@ func (r *Reconciler) rollingUpdateOf(ctx context.Context, pclq *corev1alpha1.Pod
 	return pcs, ok && common.IsReplicaBeingUpdated(pcs, replica), nil
 }
 
+// deleteForUpdate deletes the pods in slow-start batches: the budget chose them together, and
+// one after another each waited for the others' round trips.
 func (r *Reconciler) deleteForUpdate(ctx context.Context, key string, pclq *corev1alpha1.PodClique, pods []*corev1.Pod) error {
-	for _, p := range pods {
+	_, err := common.SlowStart(ctx, len(pods), func(ctx context.Context, i int) error {
+		p := pods[i]
 		r.Expectations.ExpectDeletion(key, p.UID)
 		if err := common.Delete(ctx, r.Client, p); err != nil {
 			r.Expectations.CancelDeletion(key, p.UID)
@@ -106,8 +114,9 @@ func (r *Reconciler) deleteForUpdate(ctx context.Context, key string, pclq *core
 		grovemetrics.PodsDeleted.WithLabelValues(grovemetrics.DeleteUpdate).Inc()
 		r.Recorder.Eventf(pclq, p, corev1.EventTypeNormal, "UpdatePod", "DeletePod",
 			"deleted pod %s (template %s) to recreate it from template %s", p.Name, p.Labels[apicommon.LabelPodTemplateHash], pclq.Labels[apicommon.LabelPodTemplateHash])
-	}
-	return nil
+		return nil
+	})
+	return err
 }
 
 // replacementCreatable dry-runs a pod of the clique's current template; a refusal keeps the

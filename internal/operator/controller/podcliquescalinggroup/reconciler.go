@@ -4,6 +4,7 @@
 package podcliquescalinggroup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,11 +119,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if syncErr == nil {
 		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
 	}
-	statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
-	var res reconcile.Result
+	recheck, statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
+	res := reconcile.Result{RequeueAfter: recheck}
 	if conflicts {
 		// The other PodClique's deletion sends no event this controller sees.
-		res.RequeueAfter = common.NameConflictRecheck
+		res.RequeueAfter = min(cmp.Or(res.RequeueAfter, common.NameConflictRecheck), common.NameConflictRecheck)
 	}
 	return res, errors.Join(syncErr, statusErr)
 }
@@ -232,7 +233,7 @@ func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.
 	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
 		return unwanted, nil
 	}
-	replicas, err := r.groupReplicas(ctx, pcsg, members)
+	replicas, _, err := r.groupReplicas(ctx, pcsg, members)
 	if err != nil {
 		return nil, err
 	}

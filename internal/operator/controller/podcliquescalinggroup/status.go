@@ -3,7 +3,9 @@ package podcliquescalinggroup
 import (
 	"context"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,20 +25,65 @@ import (
 // The status the reconcile computed is applied whole (common.ApplyStatus), never diffed
 // against the cached group; conditions keep their transition time unless their status changes
 // (computed from the observed status, which the consistency check keeps current).
+// recheck is when the UpdateInProgress condition's progressDeadline runs out (0: never).
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique, synced bool) error {
+	members []*corev1alpha1.PodClique, synced bool) (recheck time.Duration, err error) {
 	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
 	if !synced {
 		status.ObservedGeneration = pcsg.Status.ObservedGeneration
 	}
+	rollout, err := r.rollout(ctx, pcs, pcsg)
+	if err != nil {
+		return 0, err
+	}
+	cond, recheck := common.UpdateInProgressCondition(rollout, time.Now())
+	common.SetCondition(&status.Conditions, cond, pcsg.Generation)
 	if equality.Semantic.DeepEqual(status, pcsg.Status) {
-		return nil
+		return recheck, nil
 	}
 	// This controller is the status' only writer (the PodCliqueSet controller asks for
 	// GangTerminationInProgress through an annotation).
 	desired := pcsg.DeepCopy()
 	desired.Status = status
-	return client.IgnoreNotFound(common.ApplyStatus(ctx, r.Client, desired, apicommon.ScalingGroupFieldManager))
+	return recheck, client.IgnoreNotFound(common.ApplyStatus(ctx, r.Client, desired, apicommon.ScalingGroupFieldManager))
+}
+
+// rollout reads the group's part in an update of its PodCliqueSet replica from the members'
+// pods, measured against the template (as the PodCliqueSet's own UpdateInProgress is).
+func (r *Reconciler) rollout(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup) (common.ComponentRollout, error) {
+	replica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
+	var deadline *metav1.Duration
+	if ru := rollingUpdateOfGroup(pcs, pcsg); ru != nil {
+		deadline = ru.ProgressDeadline
+	}
+	if !common.IsReplicaBeingUpdated(pcs, replica) {
+		return common.ComponentRollout{Deadline: deadline}, nil
+	}
+	t := &pcs.Spec.Template
+	want := map[string]string{}
+	var desired int32
+	for _, name := range pcsg.Spec.CliqueNames {
+		c := t.Clique(name)
+		if c == nil {
+			continue
+		}
+		for j := range int(pcsg.Spec.Replicas) {
+			want[apicommon.ScalingGroupPodCliqueName(pcsg.Name, j, name)] = hash.PodTemplate(c, t.PriorityClassName)
+		}
+		desired += c.Spec.Replicas * pcsg.Spec.Replicas
+	}
+	list := &corev1.PodList{}
+	if err := common.ListManaged(ctx, r.Client, list, pcsg.Namespace, map[string]string{
+		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg),
+		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
+	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
+		return common.ComponentRollout{}, err
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return common.ComponentRolloutOf(pcs, replica, pods, want, desired, deadline), nil
 }
 
 // computeStatus judges each group replica by its PodCliques: scheduled when every member has

@@ -52,7 +52,8 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 		if !r.writes.CaughtUp(ctx, pcsg, key) {
 			return true
 		}
-		require.NoError(t, r.updateStatus(ctx, pcs, cached, members, true))
+		_, err := r.updateStatus(ctx, pcs, cached, members, true)
+		require.NoError(t, err)
 		return false
 	}
 	informer.Bookmark(get().ResourceVersion)

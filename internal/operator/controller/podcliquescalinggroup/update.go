@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -41,7 +42,7 @@ type groupReplica struct {
 // on a stale cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
 	members []*corev1alpha1.PodClique) error {
-	replicas, err := r.groupReplicas(ctx, pcsg, members)
+	replicas, accepted, err := r.groupReplicas(ctx, pcsg, members)
 	if err != nil {
 		return err
 	}
@@ -93,12 +94,8 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		}
 	}
 	budget := r.budget(pcs, pcsg, members, replicas)
-	if len(candidates) > 0 && budget > 0 {
-		// Never a healthy group replica before its replacement can be created: pods the
-		// apiserver refuses would leave the gang a replica short for good.
-		if err := r.replacementsCreatable(ctx, pcs, members); err != nil {
-			return errors.Join(r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)), err)
-		}
+	healthy := len(candidates) > 0 && budget > 0
+	if healthy {
 		// Scaled gangs (the highest indices) go before the base gang's replicas.
 		sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
 		sel := progress.ReadyReplicaIndicesSelectedToUpdate
@@ -115,15 +112,29 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	if err := r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)); err != nil {
 		return err
 	}
-	key := client.ObjectKeyFromObject(pcsg).String()
-	var errs []error
-	for _, p := range deletions {
-		r.deletions().ExpectDeletion(key, p.UID)
-		if err := common.Delete(ctx, r.Client, p); err != nil {
-			r.deletions().CancelDeletion(key, p.UID)
-			errs = append(errs, err)
+	// Never a healthy group replica before its replacement can be created: pods the apiserver
+	// refuses would leave the gang a replica short for good. Checked once the progress is
+	// stored, so that a progress write that conflicts does not dry-run again on its retry.
+	if healthy {
+		if err := r.replacementsCreatable(ctx, pcs, members, accepted); err != nil {
+			return err
 		}
 	}
+	// All at once: a group replica is one gang unit, down as soon as its first pod goes, and
+	// its pods deleted one after another kept it down (and the next step waiting) for a round
+	// trip per pod.
+	key := client.ObjectKeyFromObject(pcsg).String()
+	errs := make([]error, len(deletions))
+	var wg sync.WaitGroup
+	for i, p := range deletions {
+		r.deletions().ExpectDeletion(key, p.UID)
+		wg.Go(func() {
+			if errs[i] = common.Delete(ctx, r.Client, p); errs[i] != nil {
+				r.deletions().CancelDeletion(key, p.UID)
+			}
+		})
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -195,24 +206,31 @@ func endIfDone(progress *corev1alpha1.PodCliqueScalingGroupUpdateProgress, anyOu
 }
 
 // writeProgress stores the update progress when it changed, with an optimistic lock: a stale
-// copy must not overwrite the replica a newer reconcile selected.
+// copy must not overwrite the replica a newer reconcile selected. It is applied with the rest
+// of the status, under the manager of updateStatus, which then finds nothing to hand over.
 func (r *Reconciler) writeProgress(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, progress *corev1alpha1.PodCliqueScalingGroupUpdateProgress) error {
 	if equality.Semantic.DeepEqual(progress, pcsg.Status.UpdateProgress) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(pcsg.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	desired := pcsg.DeepCopy()
+	desired.Status.UpdateProgress = progress
+	if err := common.ApplyStatusIfUnchanged(ctx, r.Client, desired, apicommon.ScalingGroupFieldManager); err != nil {
+		return err
+	}
 	pcsg.Status.UpdateProgress = progress
-	return r.Client.Status().Patch(ctx, pcsg, patch)
+	pcsg.ResourceVersion = desired.ResourceVersion
+	return nil
 }
 
-// groupReplicas reads the state of each group replica from its members' pods.
-func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) ([]groupReplica, error) {
+// groupReplicas reads the state of each group replica from its members' pods; accepted are the
+// pod template hashes of the group's live pods (templates the apiserver has created pods of).
+func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) ([]groupReplica, map[string]bool, error) {
 	list := &corev1.PodList{}
 	if err := common.ListManaged(ctx, r.Client, list, pcsg.Namespace, map[string]string{
 		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg),
 		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
 	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	live := make(map[types.UID]bool, len(list.Items))
 	for i := range list.Items {
@@ -221,10 +239,12 @@ func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCl
 	// A pod this controller deleted that the cache still lists is gone already.
 	deleting := r.deletions().Pending(client.ObjectKeyFromObject(pcsg).String(), live).Deletions
 	pods := map[string][]*corev1.Pod{}
+	accepted := map[string]bool{}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if common.IsActive(p) && !deleting[p.UID] {
 			pods[p.Labels[apicommon.LabelPodClique]] = append(pods[p.Labels[apicommon.LabelPodClique]], p)
+			accepted[p.Labels[apicommon.LabelPodTemplateHash]] = true
 		}
 	}
 	replicas := make([]groupReplica, pcsg.Spec.Replicas)
@@ -256,16 +276,18 @@ func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCl
 		g.available = g.available && count[j] == len(pcsg.Spec.CliqueNames)
 		g.updated = g.updated && g.available && len(g.outdated) == 0
 	}
-	return replicas, nil
+	return replicas, accepted, nil
 }
 
 // replacementsCreatable dry-runs a pod of each member PodClique's current template (one per
-// distinct template).
-func (r *Reconciler) replacementsCreatable(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, members []*corev1alpha1.PodClique) error {
+// distinct template), except templates in accepted: a live pod of the template shows the
+// apiserver creates them, and dry-running it again at every step of an update cost a request
+// per template and replica replaced, on the path from one replica ready to the next deleted.
+func (r *Reconciler) replacementsCreatable(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, members []*corev1alpha1.PodClique, accepted map[string]bool) error {
 	seen := map[string]bool{}
 	for _, m := range members {
 		h := m.Labels[apicommon.LabelPodTemplateHash] + "/" + m.Spec.RoleName
-		if seen[h] || common.IsTerminating(m) {
+		if seen[h] || common.IsTerminating(m) || accepted[m.Labels[apicommon.LabelPodTemplateHash]] {
 			continue
 		}
 		seen[h] = true

@@ -51,18 +51,31 @@ func (c *gangReadiness) Sync(ctx context.Context, st *state) error {
 			members[p.Labels[apicommon.LabelPodGang]] = append(members[p.Labels[apicommon.LabelPodGang]], p)
 		}
 	}
-	var errs []error
+	type write struct {
+		pg   *schedv1alpha1.PodGang
+		want gangReadinessState
+	}
+	var writes []write
 	for _, pg := range owned {
 		if common.IsTerminating(pg) {
 			continue
 		}
-		want := observeGangReadiness(pg, members[pg.Name])
-		if want.unchanged(pg) {
-			continue
+		if want := observeGangReadiness(pg, members[pg.Name]); !want.unchanged(pg) {
+			writes = append(writes, write{pg, want})
 		}
-		st.children.wrote(childPodGangs)
-		errs = append(errs, applyGangReadiness(ctx, c.r.Client, pg, want))
 	}
+	if len(writes) == 0 {
+		return nil
+	}
+	st.children.wrote(childPodGangs)
+	// In slow-start batches: an update's start changes every gang's generation at once (its
+	// reuseReservationRef), and the Ready conditions written one after another held this
+	// reconcile, and the status write that starts the update, for a round trip per gang.
+	errs := make([]error, len(writes))
+	_, _ = common.SlowStart(ctx, len(writes), func(ctx context.Context, i int) error {
+		errs[i] = applyGangReadiness(ctx, c.r.Client, writes[i].pg, writes[i].want)
+		return nil
+	})
 	return errors.Join(errs...)
 }
 
