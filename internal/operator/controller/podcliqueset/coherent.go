@@ -19,15 +19,22 @@ import (
 // replaceCoherently deletes, in one pass, every outdated pod of every role of the replicas a
 // Coherent update is moving (status.updateProgress.currentlyUpdating): the PodCliqueSet
 // controller does it rather than each PodClique and scaling group on its own, so that no role
-// of a replica comes back on the new template while another still serves the old one. It runs
-// before the status that names the replicas is written, so the pods go as the replica is picked.
+// of a replica comes back on the new template while another still serves the old one.
 func (r *Reconciler) replaceCoherently(ctx context.Context, st *state, status *corev1alpha1.PodCliqueSetStatus,
 	pclqs []corev1alpha1.PodClique, pods []corev1.Pod) error {
 	if corev1alpha1.StrategyOf(st.pcs) != corev1alpha1.CoherentStrategy || status.UpdateProgress == nil || status.UpdateProgress.UpdateEndedAt != nil {
 		return nil
 	}
+	// Only replicas the stored status already names: each PodClique holds back its new pods
+	// while its replica, as the cached PodCliqueSet names it, still runs old ones. Deleting
+	// before that status is written let a role come back on the new template next to another
+	// role's old pods still being deleted. A replica picked in this pass goes in the next.
 	updating := map[int]bool{}
 	for _, u := range status.UpdateProgress.CurrentlyUpdating {
+		if !common.IsReplicaBeingUpdated(st.stored, int(u.ReplicaIndex)) {
+			st.requeueAfter(200 * time.Millisecond)
+			continue
+		}
 		updating[int(u.ReplicaIndex)] = true
 	}
 	// What each PodClique of the replicas should run, from the template itself: a scaling
