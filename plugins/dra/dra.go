@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
@@ -60,6 +61,9 @@ type Plugin struct {
 	dra    fwk.SharedDRAManager
 	match  devices.Matcher
 	pods   corelisters.PodLister
+	// informerSlices are the ResourceSlices as the scheduler's informer has them: see
+	// withUntracked.
+	informerSlices resourcelisters.ResourceSliceLister
 
 	mu sync.Mutex
 	// inFlight are named claims gang members allocated in Reserve, by claim UID.
@@ -100,6 +104,7 @@ func newPlugin(ctx context.Context, obj runtime.Object, h fwk.Handle, profiles *
 	p.gangs = gangs
 	p.match = devices.CELMatcher(ctx, p.dra.DeviceClasses().Get)
 	p.pods = h.SharedInformerFactory().Core().V1().Pods().Lister()
+	p.informerSlices = h.SharedInformerFactory().Resource().V1().ResourceSlices().Lister()
 	gangs.SetDeviceAdvisor(p)
 	return p, nil
 }
@@ -269,6 +274,7 @@ func (p *Plugin) domains(v *gangView) (*devices.Need, []devices.Domain, error) {
 	if err != nil {
 		return need, nil, err
 	}
+	slices = p.withUntracked(slices)
 	allocated, err := p.dra.ResourceClaims().ListAllAllocatedDevices()
 	if err != nil {
 		return need, nil, err
@@ -279,6 +285,35 @@ func (p *Plugin) domains(v *gangView) (*devices.Need, []devices.Domain, error) {
 	}
 	free := func(id string) bool { return !taken.Has(id) }
 	return need, devices.Evaluate(v.key, v.nodes, devices.FromSlices(slices), free, need, p.match), nil
+}
+
+// withUntracked adds to the DRA manager's slices those its tracker has not taken in yet (new,
+// or at a newer generation) from the scheduler's informer. The queueing hint for a new slice
+// runs from that informer, possibly before the tracker has the slice: counting on the tracker
+// alone turned the requeued gang away again, on the stale count, with no event left to wake
+// it. Taint rules are not applied to such a slice; the DRA Filter still decides.
+func (p *Plugin) withUntracked(tracked []*resourcev1.ResourceSlice) []*resourcev1.ResourceSlice {
+	if p.informerSlices == nil {
+		return tracked
+	}
+	all, err := p.informerSlices.List(labels.Everything())
+	if err != nil {
+		return tracked
+	}
+	generation := make(map[string]int64, len(tracked))
+	for _, s := range tracked {
+		generation[s.Name] = s.Generation
+	}
+	out := tracked
+	for _, s := range all {
+		if g, ok := generation[s.Name]; !ok || s.Generation > g {
+			if ok {
+				out = slices.DeleteFunc(slices.Clone(out), func(t *resourcev1.ResourceSlice) bool { return t.Name == s.Name })
+			}
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // DeviceAdvice makes the plugin the profile's gangcache.DeviceAdvisor: domains that lack the gang's devices are left

@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcelisters "k8s.io/client-go/listers/resource/v1"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -210,4 +213,23 @@ func TestAdviseKeepsTheGangToRacksWithItsDevices(t *testing.T) {
 	e.dra.slices = e.dra.slices[:3]
 	advice = e.p.DeviceAdvice("ns/g", g, pods[0], nodes)
 	assert.Nil(t, advice.Usable)
+}
+
+// A new slice the scheduler's informer has (its queueing hint requeued the gang) but the DRA
+// manager's tracker has not taken in yet still counts: otherwise the requeued gang is turned
+// away on the stale count, with no event left to wake it.
+func TestPreFilterCountsSlicesTheTrackerHasNotTakenIn(t *testing.T) {
+	e := newTestPlugin(t)
+	pods := e.addGang(t, "g", 2, "", 2, ownClaim)
+	e.dra.addClaim(gpuClaim("c0", 4))
+	e.dra.addClaim(gpuClaim("c1", 4))
+	e.dra.slices = []*resourcev1.ResourceSlice{gpuSlice("n1", 4), gpuSlice("n2", 2)}
+	informer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, s := range append(slices.Clone(e.dra.slices), gpuSlice("n3", 2)) {
+		require.NoError(t, informer.Add(s))
+	}
+	e.p.informerSlices = resourcelisters.NewResourceSliceLister(informer)
+
+	_, st := e.p.PreFilter(context.Background(), framework.NewCycleState(), pods[0], nodeInfos(node("n1"), node("n2"), node("n3")))
+	assert.Equal(t, fwk.Skip, st.Code(), "n3's two GPUs make the 8: %s", st.Message())
 }
