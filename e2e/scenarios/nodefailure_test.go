@@ -84,41 +84,11 @@ func TestNodeFailureReplacesInDomain(t *testing.T) {
 		cfg.NodeFailure.Grace = metav1.Duration{Duration: nodeFailureGrace}
 		cfg.NodeFailure.InitialBackOff = metav1.Duration{Duration: time.Second}
 	}}, 0, oneCPUNode)
-	ctx := context.Background()
-	fabricTopology(t, env, "fabric")
-	rackNodes(t, env, "r0", 5)
-	require.NoError(t, env.Client.Create(ctx, withTopology(pcs(ns, "nf", 1, clique("w", 4, "1")), "fabric", "rack", "")))
-	pods := waitPods(t, env, ns, "nf", 4, func(p corev1.Pod) bool { return p.Spec.NodeName != "" && isReady(&p) })
-	rackNodes(t, env, "r1", 5)
-
-	onNode := map[string]corev1.Pod{}
-	for _, p := range pods {
-		onNode[p.Spec.NodeName] = p
-	}
-	spare := ""
-	for i := range 5 {
-		if _, used := onNode[fmt.Sprintf("r0-%d", i)]; !used {
-			spare = fmt.Sprintf("r0-%d", i)
-		}
-	}
-	require.NotEmpty(t, spare)
+	pods, spare, kept := gangInRack(t, env, ns)
 	victim := pods[0]
-	kept := map[types.UID]string{}
-	for _, p := range pods[1:] {
-		kept[p.UID] = p.Name
-	}
 
 	failedAt := failNode(t, env, victim.Spec.NodeName)
-	var replacement corev1.Pod
-	require.Eventually(t, func() bool {
-		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
-			if _, ok := kept[p.UID]; !ok && p.UID != victim.UID && p.Spec.NodeName != "" && isReady(&p) {
-				replacement = p
-				return true
-			}
-		}
-		return false
-	}, 2*time.Minute, 250*time.Millisecond, "the lost pod is never replaced")
+	replacement := waitReplacement(t, env, ns, kept, victim, "the lost pod is never replaced")
 	assert.Equal(t, spare, replacement.Spec.NodeName, "the replacement lands on the spare node of the gang's rack")
 	assert.Equal(t, victim.Spec.Hostname, replacement.Spec.Hostname, "the replacement keeps the index")
 	assert.False(t, replacement.CreationTimestamp.Time.Before(failedAt.Add(nodeFailureGrace)), "nothing is replaced inside the grace")
@@ -168,9 +138,35 @@ func TestNodeFailureReplacesInDomain(t *testing.T) {
 func TestDrainReplacesInDomain(t *testing.T) {
 	env, _, ns := nodesEnv(t, framework.Options{}, 0, oneCPUNode)
 	ctx := context.Background()
+	pods, spare, kept := gangInRack(t, env, ns)
+	victim := pods[0]
+
+	// kubectl drain: cordon, then evict through the Eviction API.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: victim.Spec.NodeName}, n); err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = true
+		return env.Client.Update(ctx, n)
+	}))
+	require.NoError(t, env.Client.SubResource("eviction").Create(ctx, &victim, &policyv1.Eviction{}))
+
+	replacement := waitReplacement(t, env, ns, kept, victim, "the evicted pod is never replaced")
+	assert.Equal(t, spare, replacement.Spec.NodeName, "the replacement lands on the spare node of the gang's rack")
+	assert.Equal(t, victim.Spec.Hostname, replacement.Spec.Hostname, "the replacement keeps the index")
+	assertKept(t, env, ns, kept)
+	assert.Empty(t, getPCS(t, env, ns, "nf").Status.NodeFailures, "a drain is not a node failure")
+}
+
+// gangInRack places a one-replica PodCliqueSet "nf" of 4 one-CPU pods packed into rack r0 of
+// 5 nodes, then adds an empty rack r1. It returns the pods, r0's node left free (where a
+// replacement must land) and the pods other than the first by UID (those that must be kept).
+func gangInRack(t *testing.T, env *framework.Env, ns string) ([]corev1.Pod, string, map[types.UID]string) {
+	t.Helper()
 	fabricTopology(t, env, "fabric")
 	rackNodes(t, env, "r0", 5)
-	require.NoError(t, env.Client.Create(ctx, withTopology(pcs(ns, "nf", 1, clique("w", 4, "1")), "fabric", "rack", "")))
+	require.NoError(t, env.Client.Create(context.Background(), withTopology(pcs(ns, "nf", 1, clique("w", 4, "1")), "fabric", "rack", "")))
 	pods := waitPods(t, env, ns, "nf", 4, func(p corev1.Pod) bool { return p.Spec.NodeName != "" && isReady(&p) })
 	rackNodes(t, env, "r1", 5)
 	used := map[string]bool{}
@@ -184,37 +180,28 @@ func TestDrainReplacesInDomain(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, spare)
-	victim := pods[0]
 	kept := map[types.UID]string{}
 	for _, p := range pods[1:] {
 		kept[p.UID] = p.Name
 	}
+	return pods, spare, kept
+}
 
-	// kubectl drain: cordon, then evict through the Eviction API.
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n := &corev1.Node{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: victim.Spec.NodeName}, n); err != nil {
-			return err
-		}
-		n.Spec.Unschedulable = true
-		return env.Client.Update(ctx, n)
-	}))
-	require.NoError(t, env.Client.SubResource("eviction").Create(ctx, &victim, &policyv1.Eviction{}))
-
+// waitReplacement waits for a bound, Ready pod of "nf" that is neither kept nor the one it
+// replaces.
+func waitReplacement(t *testing.T, env *framework.Env, ns string, kept map[types.UID]string, replaced corev1.Pod, msg string) corev1.Pod {
+	t.Helper()
 	var replacement corev1.Pod
 	require.Eventually(t, func() bool {
 		for _, p := range livePods(podsOf(t, env, ns, "nf")) {
-			if _, ok := kept[p.UID]; !ok && p.UID != victim.UID && p.Spec.NodeName != "" && isReady(&p) {
+			if _, ok := kept[p.UID]; !ok && p.UID != replaced.UID && p.Spec.NodeName != "" && isReady(&p) {
 				replacement = p
 				return true
 			}
 		}
 		return false
-	}, 2*time.Minute, 250*time.Millisecond, "the evicted pod is never replaced")
-	assert.Equal(t, spare, replacement.Spec.NodeName, "the replacement lands on the spare node of the gang's rack")
-	assert.Equal(t, victim.Spec.Hostname, replacement.Spec.Hostname, "the replacement keeps the index")
-	assertKept(t, env, ns, kept)
-	assert.Empty(t, getPCS(t, env, ns, "nf").Status.NodeFailures, "a drain is not a node failure")
+	}, 2*time.Minute, 250*time.Millisecond, msg)
+	return replacement
 }
 
 // assertKept checks that every pod in kept is still there, running, never restarted.

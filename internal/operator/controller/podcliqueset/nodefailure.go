@@ -157,6 +157,7 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 		previous[e.ReplicaIndex] = e
 	}
 	var errs []error
+	whole := &wholeness{c: c, st: st, ready: ready}
 	entries := make([]corev1alpha1.ReplicaNodeFailureStatus, st.pcs.Spec.Replicas)
 	var replacing []*replacement
 	for i := range int(st.pcs.Spec.Replicas) {
@@ -170,7 +171,7 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 		errs = append(errs, c.forceDeleteStuck(ctx, st, l, cfg))
 		var rp *replacement
 		var err error
-		e, rp, err = c.syncReplica(ctx, st, i, e, l, ready, cfg, now)
+		e, rp, err = c.syncReplica(ctx, st, i, e, l, whole, cfg, now)
 		errs = append(errs, err)
 		entries[i] = e
 		if rp != nil {
@@ -200,7 +201,7 @@ func (c *nodeFailures) Sync(ctx context.Context, st *state) error {
 // Under ReplaceInDomain the deletes are returned, for the caller to make with every other
 // replica's; the entry counts the replacement already (replace takes it back if they fail).
 func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e corev1alpha1.ReplicaNodeFailureStatus, l *replicaLoss,
-	ready map[types.UID]int32, cfg configv1alpha1.NodeFailureConfiguration, now time.Time) (corev1alpha1.ReplicaNodeFailureStatus, *replacement, error) {
+	whole *wholeness, cfg configv1alpha1.NodeFailureConfiguration, now time.Time) (corev1alpha1.ReplicaNodeFailureStatus, *replacement, error) {
 	quiet := e.LastReplacementTime == nil || now.Sub(e.LastReplacementTime.Time) >= cfg.ResetAfter.Duration
 	if quiet && len(e.FailedNodes) == 0 && (l == nil || len(l.active) == 0) {
 		// A replica that went resetAfter without a replacement starts afresh.
@@ -210,7 +211,7 @@ func (c *nodeFailures) syncReplica(ctx context.Context, st *state, i int, e core
 		st.requeueAfter(e.LastReplacementTime.Add(cfg.ResetAfter.Duration).Sub(now))
 	}
 	if l == nil || len(l.active) == 0 {
-		if len(e.FailedNodes) > 0 && c.replicaWhole(ctx, st, i, ready) {
+		if len(e.FailedNodes) > 0 && whole.replica(ctx, i) {
 			d := now.Sub(ptr.Deref(e.FailedSince, metav1.NewTime(now)).Time)
 			grovemetrics.MemberReplacementSeconds.Observe(d.Seconds())
 			c.r.Recorder.Eventf(st.stored, nil, corev1.EventTypeNormal, apicommon.ReasonMembersReplaced, "ReplaceMembers",
@@ -535,28 +536,50 @@ func groveMember(p *corev1.Pod, pcs *corev1alpha1.PodCliqueSet, cliques map[type
 	return common.IsTerminating(p)
 }
 
-// replicaWhole reports whether replica i has every PodClique it calls for, each with all its
-// pods ready (counted in ready, by PodClique UID) on healthy nodes.
-func (c *nodeFailures) replicaWhole(ctx context.Context, st *state, i int, ready map[types.UID]int32) bool {
-	groups, err := st.children.ownedScalingGroups(ctx, st.stored)
-	if err != nil {
-		return false
+// wholeness tells whether a replica has every PodClique it calls for, each with all its pods
+// ready (counted in ready, by PodClique UID) on healthy nodes. The scaling groups and cliques
+// are read once per pass, when the first replica asks.
+type wholeness struct {
+	c     *nodeFailures
+	st    *state
+	ready map[types.UID]int32
+
+	loaded   bool
+	err      error
+	pcsgs    map[string]*corev1alpha1.PodCliqueScalingGroup
+	replicas map[int]*replicaCliques
+}
+
+func (w *wholeness) load(ctx context.Context) error {
+	if w.loaded {
+		return w.err
 	}
-	pcsgs := map[string]*corev1alpha1.PodCliqueScalingGroup{}
+	w.loaded = true
+	groups, err := w.st.children.ownedScalingGroups(ctx, w.st.stored)
+	if err != nil {
+		w.err = err
+		return err
+	}
+	w.pcsgs = map[string]*corev1alpha1.PodCliqueScalingGroup{}
 	pcsgUIDs := map[types.UID]bool{}
 	for _, g := range groups {
-		pcsgs[g.Name], pcsgUIDs[g.UID] = g, true
+		w.pcsgs[g.Name], pcsgUIDs[g.UID] = g, true
 	}
-	replicas, err := (&gangTermination{c.r}).replicaCliques(ctx, st, pcsgUIDs)
-	if err != nil || replicas[i] == nil {
+	w.replicas, w.err = (&gangTermination{w.c.r}).replicaCliques(ctx, w.st, pcsgUIDs)
+	return w.err
+}
+
+// replica reports whether replica i is whole.
+func (w *wholeness) replica(ctx context.Context, i int) bool {
+	if w.load(ctx) != nil || w.replicas[i] == nil {
 		return false
 	}
-	rc := replicas[i]
-	if rc.terminating || !replicaComplete(st.pcs, rc, scalingGroupsOfReplica(st.pcs, pcsgs, i)) {
+	rc := w.replicas[i]
+	if rc.terminating || !replicaComplete(w.st.pcs, rc, scalingGroupsOfReplica(w.st.pcs, w.pcsgs, i)) {
 		return false
 	}
 	for _, p := range rc.all() {
-		if p.Status.ReadyReplicas < p.Spec.Replicas || ready[p.UID] < p.Spec.Replicas {
+		if p.Status.ReadyReplicas < p.Spec.Replicas || w.ready[p.UID] < p.Spec.Replicas {
 			return false
 		}
 	}
