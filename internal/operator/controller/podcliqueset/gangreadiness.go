@@ -3,7 +3,6 @@ package podcliqueset
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -60,7 +59,7 @@ func (c *gangReadiness) Sync(ctx context.Context, st *state) error {
 		if common.IsTerminating(pg) {
 			continue
 		}
-		if want := observeGangReadiness(pg, members[pg.Name]); !want.unchanged(pg) {
+		if want := observeGangReadiness(pg, members[pg.Name]); want.due(pg) {
 			writes = append(writes, write{pg, want})
 		}
 	}
@@ -85,11 +84,18 @@ type gangReadinessState struct {
 	lastScheduled, lastReady *metav1.Time
 }
 
-func (w gangReadinessState) unchanged(pg *schedv1alpha1.PodGang) bool {
+// due reports whether the PodGang's stored status differs from w. A gang never scheduled and
+// without a Ready condition yet is left alone: Ready=False would say nothing the missing
+// condition does not, and each gang would cost one more status write while it is placed (the
+// first write comes with lastScheduled).
+func (w gangReadinessState) due(pg *schedv1alpha1.PodGang) bool {
 	c := meta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionReady)
-	return c != nil && c.Status == w.ready.Status && c.Reason == w.ready.Reason && c.Message == w.ready.Message &&
-		c.ObservedGeneration == pg.Generation &&
-		equalTime(pg.Status.LastScheduled, w.lastScheduled) && equalTime(pg.Status.LastReady, w.lastReady)
+	if c == nil && w.lastScheduled == nil && w.ready.Status == metav1.ConditionFalse {
+		return false
+	}
+	return c == nil || c.Status != w.ready.Status || c.Reason != w.ready.Reason || c.Message != w.ready.Message ||
+		c.ObservedGeneration != pg.Generation ||
+		!equalTime(pg.Status.LastScheduled, w.lastScheduled) || !equalTime(pg.Status.LastReady, w.lastReady)
 }
 
 func equalTime(a, b *metav1.Time) bool {
@@ -129,7 +135,9 @@ func observeGangReadiness(pg *schedv1alpha1.PodGang, pods []*corev1.Pod) gangRea
 			readyAt = at
 		}
 		if !ok {
-			short = append(short, fmt.Sprintf("%s has %d of %d", g.Name, len(readyTimes), g.MinReplicas))
+			// Names only: a count in the message would make every pod that turns Ready a
+			// status write of its gang.
+			short = append(short, g.Name)
 		}
 	}
 	w := gangReadinessState{lastScheduled: pg.Status.LastScheduled, lastReady: pg.Status.LastReady}
