@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -122,6 +123,34 @@ func cpuSeconds(pid int) (float64, error) {
 		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
 	}
 	return (utime + stime) / 100, nil
+}
+
+// clusterCPU is the CPU seconds (cpuSeconds) of every process of the local control plane,
+// by executable name: the processes whose command line names the cluster's directory
+// (kube-apiserver, etcd, kwok, kube-controller-manager, the schedulers and grove-operator all
+// take their certificates, data, kubeconfig or config from it). On a machine of two cores it
+// shows which of them the time of a workload went to.
+func clusterCPU(dir string) map[string]float64 {
+	out := map[string]float64{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmdline), dir) {
+			continue
+		}
+		args := strings.Split(string(cmdline), "\x00")
+		if s, err := cpuSeconds(pid); err == nil {
+			out[filepath.Base(args[0])] += s
+		}
+	}
+	return out
 }
 
 // peakRSSMiB is VmHWM of a process.

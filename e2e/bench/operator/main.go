@@ -299,9 +299,12 @@ type Result struct {
 	// APIServerRequests counts every client's requests to kube-apiserver during the workload
 	// (its apiserver_request_total, watches included): the operator's, the schedulers', kwok's,
 	// kube-controller-manager's and the benchmark's own.
-	APIServerRequests int       `json:"apiserverRequests"`
-	Start             time.Time `json:"start"`
-	End               time.Time `json:"end"`
+	APIServerRequests int `json:"apiserverRequests"`
+	// CPUByProcess is the CPU seconds each process of the control plane used during the
+	// workload, by executable name (clusterCPU).
+	CPUByProcess map[string]float64 `json:"cpuByProcess,omitempty"`
+	Start        time.Time          `json:"start"`
+	End          time.Time          `json:"end"`
 	// PlacementScoreBefore/After are the PodGangs' mean placement score around a rollout (nil:
 	// none has one).
 	PlacementScoreBefore *float64 `json:"placementScoreBefore,omitempty"`
@@ -316,6 +319,7 @@ type Result struct {
 func (b *bench) measure(ctx context.Context, name, kind string, pods int, milestones []string, e expectation, timeout time.Duration, change func(context.Context) error) error {
 	pid := b.env.Operator.PID()
 	cpu0, _ := cpuSeconds(pid)
+	all0 := clusterCPU(b.env.Cluster.Dir)
 	req0, _ := b.apiserverRequests(ctx)
 	r := &Result{Name: name, Kind: kind, Pods: pods, Order: milestones, Milestones: map[string]float64{}, Start: time.Now()}
 	b.results = append(b.results, r)
@@ -329,6 +333,10 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 	r.End = time.Now()
 	cpu1, _ := cpuSeconds(pid)
 	r.OperatorCPUSeconds = cpu1 - cpu0
+	r.CPUByProcess = map[string]float64{}
+	for name, s := range clusterCPU(b.env.Cluster.Dir) {
+		r.CPUByProcess[name] = s - all0[name]
+	}
 	if req1, err := b.apiserverRequests(ctx); err == nil {
 		r.APIServerRequests = req1 - req0
 	}

@@ -277,6 +277,7 @@ func (rep *Report) markdown(w io.Writer) error {
 	for _, r := range rep.Results {
 		p("| %s |\n", strings.Join(append([]string{r.Name}, perPod(r)...), " | "))
 	}
+	cpuTable(p, rep.Results)
 	p("\n## Steady state: the operator's writes after a no-op change (an annotation on the PCS)\n\n")
 	p("Writes besides the leader-election lease renewals (shipped lease timings; the renewals are counted apart).\n\n")
 	p("| change | window | writes | lease renewals | by resource and verb |\n|---|---:|---:|---:|---|\n")
@@ -338,4 +339,31 @@ func perPod(r *Result) []string {
 	}
 	return []string{fmt.Sprintf("%.2f", float64(r.OperatorWrites)/n), fmt.Sprintf("%.2f", float64(r.OperatorRequests)/n),
 		fmt.Sprintf("%.1f", 1000*r.OperatorCPUSeconds/n), api}
+}
+
+// cpuProcesses are the columns of the CPU table, in order; other processes count in the total.
+var cpuProcesses = []string{"kube-apiserver", "etcd", "grove-operator", "grove-scheduler", "kube-scheduler", "kube-controller-manager", "kwok"}
+
+// cpuTable prints the CPU seconds each control-plane process used per workload and how busy
+// that kept the machine's cores: a workload at close to every core is bound by CPU, not by a
+// client's QPS, and then every request any client makes costs time.
+func cpuTable(p func(string, ...any), results []*Result) {
+	p("\n## CPU seconds by process during each workload (%d cores)\n\n", runtime.NumCPU())
+	p("| workload | wall s | %s | all | cores busy |\n|---|---:|%s---:|---:|\n", strings.Join(cpuProcesses, " | "), strings.Repeat("---:|", len(cpuProcesses)))
+	for _, r := range results {
+		if len(r.CPUByProcess) == 0 {
+			continue
+		}
+		wall := r.End.Sub(r.Start).Seconds()
+		cells := []string{r.Name, fmt.Sprintf("%.1f", wall)}
+		total := 0.0
+		for _, s := range r.CPUByProcess {
+			total += s
+		}
+		for _, name := range cpuProcesses {
+			cells = append(cells, fmt.Sprintf("%.1f", r.CPUByProcess[name]))
+		}
+		cells = append(cells, fmt.Sprintf("%.1f", total), fmt.Sprintf("%.2f", total/wall))
+		p("| %s |\n", strings.Join(cells, " | "))
+	}
 }
