@@ -3,6 +3,7 @@ package common
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +52,8 @@ type Writes struct {
 	// inFlight counts each owner's writes under way; creating holds the objects being created.
 	inFlight map[types.NamespacedName]int
 	creating map[objectRef]bool
+	// remembered are the kinds whose creates are kept by object (CreateUnseen).
+	remembered map[schema.GroupKind]bool
 }
 
 type pendingDelete struct {
@@ -93,7 +96,45 @@ func NewWritesFrom(scheme *runtime.Scheme, reader client.Reader, kinds map[clien
 		}
 	}
 	return &Writes{scheme: scheme, reader: reader, store: consistency.NewConsistencyStore(stores),
-		deletes: map[types.NamespacedName][]pendingDelete{}, inFlight: map[types.NamespacedName]int{}, creating: map[objectRef]bool{}}
+		deletes: map[types.NamespacedName][]pendingDelete{}, inFlight: map[types.NamespacedName]int{}, creating: map[objectRef]bool{},
+		remembered: map[schema.GroupKind]bool{}}
+}
+
+// RememberCreates keeps the creates of obj's kind by object as well as by owner, for
+// CreateUnseen. Call it before the record is used.
+func (w *Writes) RememberCreates(obj client.Object) {
+	if gvk, err := apiutil.GVKForObject(obj, w.scheme); err == nil {
+		w.remembered[gvk.GroupKind()] = true
+	}
+}
+
+// createdKey is the store's key of one created object (not an owner: the kind prefix keeps
+// it apart from every owner key).
+func createdKey(ref objectRef) types.NamespacedName {
+	return types.NamespacedName{Namespace: ref.key.Namespace, Name: "created/" + ref.gvk.Kind + "/" + ref.key.Name}
+}
+
+// CreateUnseen reports whether the object of obj's kind named key is being created through
+// the record, or was created with a resourceVersion its informer has not reached: a reconcile
+// that creates one object by name, and reads the cache to know whether it exists, waits for
+// that create alone instead of for every write of the object's owner (CaughtUp). Only kinds
+// passed to RememberCreates are kept.
+func (w *Writes) CreateUnseen(obj client.Object, key types.NamespacedName) bool {
+	gvk, err := apiutil.GVKForObject(obj, w.scheme)
+	if err != nil {
+		return false
+	}
+	ref := objectRef{gvk: gvk, key: key}
+	w.mu.Lock()
+	busy := w.creating[ref]
+	w.mu.Unlock()
+	return busy || w.store.EnsureReady(createdKey(ref)) != nil
+}
+
+// DeletesShown reports whether the cache shows every delete recorded for the owner (gone, or
+// terminating): the part of CaughtUp that does not wait for the owner's other writes.
+func (w *Writes) DeletesShown(ctx context.Context, owner client.Object, key types.NamespacedName) bool {
+	return w.deletesShown(ctx, ownerKey(w.kindOf(owner), key))
 }
 
 // groupResource names a kind's resource for the store (a key only; the guess is exact for the
@@ -175,28 +216,37 @@ func (w *Writes) CaughtUp(ctx context.Context, owner client.Object, key types.Na
 		w.mu.Unlock()
 		return false
 	}
-	deletes := w.deletes[k]
 	w.mu.Unlock()
 	if err := w.store.EnsureReady(k); err != nil {
 		return false
 	}
+	return w.deletesShown(ctx, k)
+}
+
+func (w *Writes) deletesShown(ctx context.Context, k types.NamespacedName) bool {
+	w.mu.Lock()
+	deletes := w.deletes[k]
+	w.mu.Unlock()
 	if len(deletes) == 0 {
 		return true
 	}
-	var left []pendingDelete
+	shown := map[types.UID]bool{}
 	for _, d := range deletes {
-		if !w.deleteShown(ctx, d) {
-			left = append(left, d)
+		if w.deleteShown(ctx, d) {
+			shown[d.uid] = true
 		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	// Deletes recorded meanwhile are kept.
-	w.deletes[k] = append(left, w.deletes[k][len(deletes):]...)
-	if len(w.deletes[k]) == 0 {
+	// Deletes recorded meanwhile are kept, and so is what another caller for the same owner
+	// (the gang creator checks a PodCliqueSet from several workers) left of the list.
+	left := slices.DeleteFunc(slices.Clone(w.deletes[k]), func(d pendingDelete) bool { return shown[d.uid] })
+	if len(left) == 0 {
 		delete(w.deletes, k)
+	} else {
+		w.deletes[k] = left
 	}
-	return len(left) == 0
+	return len(shown) == len(deletes)
 }
 
 // deleteShown reports whether the cache shows a delete: the object gone, replaced (another
@@ -320,7 +370,17 @@ func (c *writesClient) Create(ctx context.Context, obj client.Object, opts ...cl
 		return err
 	}
 	c.w.wrote(owners, obj)
+	c.w.wroteCreate(obj)
 	return nil
+}
+
+// wroteCreate keeps a create of a remembered kind by object (CreateUnseen).
+func (w *Writes) wroteCreate(obj client.Object) {
+	gvk, err := apiutil.GVKForObject(obj, w.scheme)
+	if err != nil || !w.remembered[gvk.GroupKind()] || obj.GetResourceVersion() == "" {
+		return
+	}
+	w.store.WroteAt(createdKey(objectRef{gvk: gvk, key: client.ObjectKeyFromObject(obj)}), obj.GetUID(), groupResource(gvk), obj.GetResourceVersion())
 }
 
 func (c *writesClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
@@ -359,6 +419,9 @@ func (c *writesClient) Delete(ctx context.Context, obj client.Object, opts ...cl
 	err := c.Client.Delete(ctx, obj, opts...)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	if gvk, gerr := apiutil.GVKForObject(obj, c.w.scheme); gerr == nil && c.w.remembered[gvk.GroupKind()] {
+		c.w.store.Clear(createdKey(objectRef{gvk: gvk, key: client.ObjectKeyFromObject(obj)}), "")
 	}
 	if len(owners) > 0 && obj.GetUID() != "" {
 		if blank, nerr := c.w.newObject(obj); nerr == nil {

@@ -2,6 +2,7 @@ package common
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/controller/util/consistency"
@@ -124,4 +126,84 @@ func TestACreateUnderWayIsNotSentTwice(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, 1, creates)
+}
+
+// A create of a remembered kind is unseen until the informer reaches its resourceVersion, for
+// that object only; other objects of the kind, and kinds not remembered, are never unseen; a
+// delete through the record forgets it.
+func TestACreateIsUnseenUntilTheInformerShowsIt(t *testing.T) {
+	ctx := context.Background()
+	// The fake apiserver numbers each object's versions from 1; this one returns versions of
+	// one sequence, as etcd does.
+	var rv int
+	server := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme.Scheme).Build(), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if err := c.Create(ctx, obj, opts...); err != nil {
+				return err
+			}
+			rv++
+			obj.SetResourceVersion(strconv.Itoa(100 + rv))
+			return nil
+		},
+	})
+	informer := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	w := NewWritesFrom(scheme.Scheme, server, map[client.Object]consistency.LastSyncRVGetter{&corev1.ServiceAccount{}: informer, &corev1.ConfigMap{}: informer})
+	w.RememberCreates(&corev1.ServiceAccount{})
+	informer.Bookmark("100") // synced, before the record's writes
+	c := w.Client(server)
+	key := client.ObjectKey{Namespace: "ns", Name: "sa"}
+
+	assert.False(t, w.CreateUnseen(&corev1.ServiceAccount{}, key), "nothing created yet")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa"}}
+	require.NoError(t, c.Create(ctx, sa))
+	assert.True(t, w.CreateUnseen(&corev1.ServiceAccount{}, key), "the informer is behind the create (%s)", sa.ResourceVersion)
+	assert.False(t, w.CreateUnseen(&corev1.ServiceAccount{}, client.ObjectKey{Namespace: "ns", Name: "other"}))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}
+	require.NoError(t, c.Create(ctx, cm))
+	assert.False(t, w.CreateUnseen(&corev1.ConfigMap{}, client.ObjectKeyFromObject(cm)), "ConfigMaps are not remembered")
+
+	informer.Bookmark(sa.ResourceVersion)
+	assert.False(t, w.CreateUnseen(&corev1.ServiceAccount{}, key))
+
+	sa2 := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sa2"}}
+	require.NoError(t, c.Create(ctx, sa2))
+	require.True(t, w.CreateUnseen(&corev1.ServiceAccount{}, client.ObjectKeyFromObject(sa2)))
+	require.NoError(t, c.Delete(ctx, sa2))
+	assert.False(t, w.CreateUnseen(&corev1.ServiceAccount{}, client.ObjectKeyFromObject(sa2)), "a deleted object is forgotten")
+}
+
+// Several reconciles may check one owner's deletes at once (the gang creator's workers check
+// their PodCliqueSet): each sees the deletes the cache shows, none loses a delete another
+// recorded meanwhile, and none trips over what another already removed from the list.
+func TestDeletesOfOneOwnerCheckedConcurrently(t *testing.T) {
+	ctx := context.Background()
+	var pods []client.Object
+	for _, n := range []string{"a", "b", "c", "d"} {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n, UID: "uid-" + types.UID(n)}})
+	}
+	server := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(pods...).Build()
+	gone := interceptor.NewClient(server, interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+			return apierrors.NewNotFound(corev1.Resource("pods"), key.Name)
+		},
+	})
+	w := NewWritesFrom(scheme.Scheme, gone, nil)
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	for round := range 50 {
+		for _, p := range pods[:3] {
+			require.NoError(t, client.IgnoreNotFound(w.Client(server).Delete(w.For(ctx, owner), p.DeepCopyObject().(client.Object))))
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() { w.DeletesShown(ctx, owner, client.ObjectKeyFromObject(owner)) })
+		}
+		wg.Go(func() {
+			_ = w.Client(server).Delete(w.For(ctx, owner), pods[3].DeepCopyObject().(client.Object))
+		})
+		wg.Wait()
+		assert.True(t, w.DeletesShown(ctx, owner, client.ObjectKeyFromObject(owner)), "round %d", round)
+		w.mu.Lock()
+		assert.Empty(t, w.deletes, "round %d", round)
+		w.mu.Unlock()
+	}
 }

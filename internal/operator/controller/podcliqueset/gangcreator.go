@@ -84,7 +84,11 @@ func (c *gangCreator) create(ctx context.Context, key types.NamespacedName) (rec
 		return reconcile.Result{}, nil
 	}
 	pcsKey := client.ObjectKey{Namespace: key.Namespace, Name: first.Labels[apicommon.LabelPartOfKey]}
-	if !c.r.gangWrites.CaughtUp(ctx, &corev1alpha1.PodCliqueSet{}, pcsKey) {
+	// Only this gang's create (its own or a pass's) and the PodCliqueSet's PodGang deletes must
+	// be in the cache before it is read: waiting for every PodGang write of the PodCliqueSet, as
+	// its passes do, put each of hundreds of gangs of one PodCliqueSet back every 20 ms while
+	// any other gang was written, and creating them cost more operator CPU than anything else.
+	if c.r.gangWrites.CreateUnseen(&schedv1alpha1.PodGang{}, key) || !c.r.gangWrites.DeletesShown(ctx, &corev1alpha1.PodCliqueSet{}, pcsKey) {
 		return common.Requeue(), nil
 	}
 	stored := &corev1alpha1.PodCliqueSet{}

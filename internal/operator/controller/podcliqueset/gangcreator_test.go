@@ -117,3 +117,55 @@ func TestAGangIsCreatedOnceByPassesRacingForIt(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"p-0"}, created, "one create of the gang")
 }
+
+// A gang whose pods all exist is created while another gang of the same PodCliqueSet is still
+// being written: the fast path waits for its own gang's create, not for every PodGang write
+// of the PodCliqueSet (at 500 replicas that put every gang back every 20 ms while any other was
+// written).
+func TestAGangIsNotHeldBackByAnotherGangsWrite(t *testing.T) {
+	now := time.Now()
+	f := newGangFixture(2, now)
+	f.addPod(0, "p-0-w-a", now, false)
+	f.addPod(0, "p-0-w-b", now, false)
+	f.addPod(1, "p-1-w-a", now, false)
+	f.addPod(1, "p-1-w-b", now, false)
+	var (
+		mu      sync.Mutex
+		created []string
+	)
+	entered, release := make(chan struct{}), make(chan struct{})
+	c := f.client(t, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			mu.Lock()
+			created = append(created, obj.GetName())
+			mu.Unlock()
+			if obj.GetName() == "p-0" {
+				close(entered)
+				<-release // p-0's create is on its way while p-1 is reconciled
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{}}}
+	ctx := context.Background()
+
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := gc.Reconcile(ctx, gangRequest("p-0"))
+		firstDone <- err
+	}()
+	<-entered
+	res, err := gc.Reconcile(ctx, gangRequest("p-1"))
+	require.NoError(t, err)
+	mu.Lock()
+	assert.Equal(t, []string{"p-0", "p-1"}, created, "p-1 is created while p-0's create is under way")
+	mu.Unlock()
+	assert.Zero(t, res.RequeueAfter)
+
+	// The same gang, though, waits for its own create.
+	res, err = gc.Reconcile(ctx, gangRequest("p-0"))
+	require.NoError(t, err)
+	assert.Positive(t, res.RequeueAfter, "p-0's own create is still under way")
+	close(release)
+	require.NoError(t, <-firstDone)
+}

@@ -336,6 +336,7 @@ func (r *Reconciler) initWrites(informers cache.Informers) {
 		}
 		if r.gangWrites == nil {
 			r.gangWrites = common.NewWrites(scheme, informers, base, &schedv1alpha1.PodGang{})
+			r.gangWrites.RememberCreates(&schedv1alpha1.PodGang{})
 		}
 		r.Client = r.writes.Client(base)
 		if r.StatusClient != nil {
