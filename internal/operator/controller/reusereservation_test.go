@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -152,5 +153,40 @@ func TestUpdateWritesOnlyGangsBeingReplaced(t *testing.T) {
 	pg := e.podGang(t, "turn-1")
 	if assert.NotNil(t, pg.Spec.ReuseReservationRef, "set with the write that listed replica 1's new pods") {
 		assert.Equal(t, "turn-1", pg.Spec.ReuseReservationRef.Name)
+	}
+}
+
+// TestReplacedGangPatchedOnce: a scaled PodGang whose three pods an update replaces is patched
+// once, listing all three replacements, not once as the old pods go and again as each new one
+// appears; the base PodGang, whose router and group replica are replaced in separate steps, at
+// most once per step.
+func TestReplacedGangPatchedOnce(t *testing.T) {
+	e := newNamespace(t)
+	counter := &gangPatchCounter{patches: map[string]int{}}
+	e.writers = map[string]func(client.Client) client.Client{
+		podcliqueset.GangWriterName: func(c client.Client) client.Client {
+			counter.Client = c
+			return counter
+		},
+	}
+	e.startOperator()
+	pcs := disaggregated(e.ns, "once", 1)
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("once", 1, 2, 1))
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "once", 1, 7)
+	counter.reset()
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.waitUpdated("once", 1)
+	written := counter.reset()
+	assert.Equal(t, 1, written["once-0-workers-0"], "the scaled PodGang: one patch for its three replacement pods")
+	assert.LessOrEqual(t, written["once-0"], 2, "the base PodGang: one patch per replacement step (router, group replica 0)")
+	pods := gangPods(e.podGang(t, "once-0-workers-0"))
+	assert.Len(t, pods, 3)
+	for _, name := range pods {
+		p := &corev1.Pod{}
+		require.NoError(t, e.c.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, p))
+		assert.Equal(t, "v2", p.Labels["version"], "%s: the PodGang lists the replacements", name)
 	}
 }
