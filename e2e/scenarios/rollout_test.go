@@ -141,7 +141,7 @@ func TestStuckRolloutHitsItsProgressDeadline(t *testing.T) {
 	}, 2*time.Minute, 250*time.Millisecond, "UpdateInProgress never said ProgressDeadlineExceeded") {
 		t.Fatalf("condition %+v\n%s", cond, dumpState(t, env, ns, "stuck"))
 	}
-	assert.Contains(t, cond.Message, "clique w")
+	assert.Contains(t, cond.Message, "1 of 1 PodCliques being updated passed their progressDeadline (stuck-0-w)")
 	// Nothing else goes while the update is stuck: one old pod was replaced, the other two stay
 	// (a failed new pod may be recreated: it is of the new template).
 	oldDeleted := func() int {

@@ -309,6 +309,11 @@ type Result struct {
 	// none has one).
 	PlacementScoreBefore *float64 `json:"placementScoreBefore,omitempty"`
 	PlacementScoreAfter  *float64 `json:"placementScoreAfter,omitempty"`
+	// PlacementScoreMinBefore/After are the lowest PodGang placement score around a rollout.
+	PlacementScoreMinBefore *float64 `json:"placementScoreMinBefore,omitempty"`
+	PlacementScoreMinAfter  *float64 `json:"placementScoreMinAfter,omitempty"`
+	// PlacementScoredGangs is how many PodGangs had a placement score after the rollout.
+	PlacementScoredGangs int `json:"placementScoredGangs,omitempty"`
 	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
 	Timeline []string `json:"timeline,omitempty"`
 	// Recovery is a node-failure round's per-replica figures; its milestones run from the
@@ -499,6 +504,9 @@ func (b *bench) disaggWorkloads(ctx context.Context) error {
 		return err
 	}
 	dn := s.disaggPods()
+	if err := b.topology(ctx); err != nil {
+		return err
+	}
 	disagg := disaggPCS(ns, "disagg", s)
 	if err := b.measure(ctx, fmt.Sprintf("apply disaggregated PCS (%d scaling-group replicas)", s.Prefill+s.Decode), "grove", dn, growMilestones,
 		expectation{ns: ns, want: dn, grove: true}, groveTimeout, func(ctx context.Context) error { return b.admin.Create(ctx, disagg) }); err != nil {

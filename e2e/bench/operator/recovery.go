@@ -104,6 +104,18 @@ func recoveryPCS(ns, name string, replicas int32) *corev1alpha1.PodCliqueSet {
 	}
 }
 
+// topology creates the benchmark's ClusterTopology (the kwok nodes' zone, block, rack and host
+// labels) unless it exists.
+func (b *bench) topology(ctx context.Context) error {
+	ct := &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: benchTopology}, Spec: corev1alpha1.ClusterTopologySpec{Levels: []corev1alpha1.TopologyLevel{
+		{Domain: "zone", Key: framework.ZoneKey}, {Domain: "block", Key: framework.BlockKey},
+		{Domain: "rack", Key: framework.RackKey}, {Domain: "host", Key: framework.HostKey}}}}
+	if err := b.admin.Create(ctx, ct); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
 // recoveryWorkloads applies the recovery PodCliqueSet, runs one round per entry of the scale's
 // RecoveryRounds and deletes it.
 func (b *bench) recoveryWorkloads(ctx context.Context) error {
@@ -112,10 +124,7 @@ func (b *bench) recoveryWorkloads(ctx context.Context) error {
 	if err := b.namespace(ctx, ns); err != nil {
 		return err
 	}
-	ct := &corev1alpha1.ClusterTopology{ObjectMeta: metav1.ObjectMeta{Name: benchTopology}, Spec: corev1alpha1.ClusterTopologySpec{Levels: []corev1alpha1.TopologyLevel{
-		{Domain: "zone", Key: framework.ZoneKey}, {Domain: "block", Key: framework.BlockKey},
-		{Domain: "rack", Key: framework.RackKey}, {Domain: "host", Key: framework.HostKey}}}}
-	if err := b.admin.Create(ctx, ct); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := b.topology(ctx); err != nil {
 		return err
 	}
 	n := int(20 * s.RecoveryReplicas)

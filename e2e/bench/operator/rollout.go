@@ -106,7 +106,7 @@ func (b *bench) rollDisagg(ctx context.Context, ns, name string, pods int, budge
 	if err != nil {
 		return err
 	}
-	before, err := b.placementScore(ctx, ns)
+	before, minBefore, _, err := b.placementScore(ctx, ns)
 	if err != nil {
 		return err
 	}
@@ -118,34 +118,40 @@ func (b *bench) rollDisagg(ctx context.Context, ns, name string, pods int, budge
 	err = b.measure(ctx, label, "grove", pods, growMilestones, expectation{ns: ns, want: pods, old: old, grove: true, generation: gen},
 		2*groveTimeout, func(ctx context.Context) error { return b.updateTemplate(ctx, ns, name, revision, gen) })
 	r := b.results[len(b.results)-1]
-	r.PlacementScoreBefore = before
-	if after, serr := b.placementScore(ctx, ns); serr == nil {
-		r.PlacementScoreAfter = after
+	r.PlacementScoreBefore, r.PlacementScoreMinBefore = before, minBefore
+	if after, minAfter, n, serr := b.placementScore(ctx, ns); serr == nil {
+		r.PlacementScoreAfter, r.PlacementScoreMinAfter, r.PlacementScoredGangs = after, minAfter, n
 	}
-	fmt.Printf("   placement score before %s, after %s\n", score(r.PlacementScoreBefore), score(r.PlacementScoreAfter))
+	fmt.Printf("   placement score (mean / min of %d PodGangs) before %s / %s, after %s / %s\n", r.PlacementScoredGangs,
+		score(r.PlacementScoreBefore), score(r.PlacementScoreMinBefore), score(r.PlacementScoreAfter), score(r.PlacementScoreMinAfter))
 	return err
 }
 
-// placementScore is the mean status.placementScore of the namespace's PodGangs that have one;
-// nil when none has (gangs without a pack key get none).
-func (b *bench) placementScore(ctx context.Context, ns string) (*float64, error) {
+// placementScore is the mean and the lowest status.placementScore of the namespace's PodGangs
+// that have one, and how many have; nil when none has (gangs without a pack key get none). It
+// is read once the rollout is over, every pod Ready: grove-scheduler scores a gang when it binds
+// its quorum.
+func (b *bench) placementScore(ctx context.Context, ns string) (mean, lowest *float64, n int, err error) {
 	var list schedv1alpha1.PodGangList
 	if err := b.admin.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	var sum float64
-	n := 0
 	for _, pg := range list.Items {
-		if s := pg.Status.PlacementScore; s != nil {
-			sum += *s
-			n++
+		s := pg.Status.PlacementScore
+		if s == nil {
+			continue
+		}
+		sum += *s
+		n++
+		if lowest == nil || *s < *lowest {
+			lowest = ptr.To(*s)
 		}
 	}
 	if n == 0 {
-		return nil, nil
+		return nil, nil, 0, nil
 	}
-	mean := sum / float64(n)
-	return &mean, nil
+	return ptr.To(sum / float64(n)), lowest, n, nil
 }
 
 func score(s *float64) string {
@@ -178,10 +184,11 @@ func (rep *Report) rolloutRatios() [][]string {
 		}
 		base := rep.baseline(kindDeploymentRollout, r.Pods)
 		out = append(out, []string{r.Name, ratio(r, MReady, base, MReady), ratio(r, MAvailable, base, MReady),
-			score(r.PlacementScoreBefore), score(r.PlacementScoreAfter)})
+			score(r.PlacementScoreBefore) + " / " + score(r.PlacementScoreMinBefore),
+			score(r.PlacementScoreAfter) + " / " + score(r.PlacementScoreMinAfter)})
 	}
 	return out
 }
 
 var rolloutHeads = []string{"workload", "ready ÷ Deployment rollout ready", "PCS available ÷ Deployment rollout ready",
-	"placement score before", "placement score after"}
+	"placement score before (mean / min)", "placement score after (mean / min)"}

@@ -74,7 +74,9 @@ func replicatedPCS(ns, name string, replicas int32) *corev1alpha1.PodCliqueSet {
 
 // disaggPCS is one replica of disaggregated serving: router pods plus prefill and decode
 // scaling groups (a leader and workers each); minAvailable 1 puts one of each group in the
-// base PodGang and every further group replica in a scaled PodGang of its own.
+// base PodGang and every further group replica in a scaled PodGang of its own. Each group
+// replica prefers one rack (pack.preferred), so that its PodGang gets a placement score and a
+// rollout's effect on placement is measured; a rack holds any replica, so nothing waits on it.
 func disaggPCS(ns, name string, s Scale) *corev1alpha1.PodCliqueSet {
 	return &corev1alpha1.PodCliqueSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -85,11 +87,16 @@ func disaggPCS(ns, name string, s Scale) *corev1alpha1.PodCliqueSet {
 				clique("dleader", 1), clique("dworker", 7),
 			},
 			PodCliqueScalingGroupConfigs: []corev1alpha1.PodCliqueScalingGroupConfig{
-				{Name: "prefill", CliqueNames: []string{"pleader", "pworker"}, Replicas: ptr.To(s.Prefill), MinAvailable: ptr.To[int32](1)},
-				{Name: "decode", CliqueNames: []string{"dleader", "dworker"}, Replicas: ptr.To(s.Decode), MinAvailable: ptr.To[int32](1)},
+				{Name: "prefill", CliqueNames: []string{"pleader", "pworker"}, Replicas: ptr.To(s.Prefill), MinAvailable: ptr.To[int32](1), TopologyConstraint: rackPreferred()},
+				{Name: "decode", CliqueNames: []string{"dleader", "dworker"}, Replicas: ptr.To(s.Decode), MinAvailable: ptr.To[int32](1), TopologyConstraint: rackPreferred()},
 			},
+			TopologyConstraint: &corev1alpha1.TopologyConstraint{TopologyName: benchTopology},
 		}},
 	}
+}
+
+func rackPreferred() *corev1alpha1.TopologyConstraint {
+	return &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Preferred: "rack"}}
 }
 
 // smallPCS is one replica of a leader and 4 workers.

@@ -166,7 +166,7 @@ func TestProgressDeadline(t *testing.T) {
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionUnknown, cond.Status)
 			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
-			assert.Contains(c, cond.Message, "clique router")
+			assert.Contains(c, cond.Message, "1 of 1 PodCliques being updated passed their progressDeadline (stuck-0-router)")
 		}
 	})
 	deletions, _, _, _ := tr.snapshot()
@@ -184,6 +184,8 @@ func TestProgressDeadline(t *testing.T) {
 // UpdateInProgress, as upstream Grove does: NoActiveUpdate before the update; while nothing
 // schedules the new pods, the router (progressDeadline 2s) turns ProgressDeadlineExceeded and
 // the group (no deadline) stays Progressing; once the pods run, both are NoActiveUpdate again.
+// The PodCliqueSet's condition is rolled up from theirs (upstream #817): Unknown with the
+// stuck children counted per kind while one is past its deadline, False when none is updating.
 func TestUpdateInProgressPerComponent(t *testing.T) {
 	e := newEnv(t)
 	pcs := disaggregated(e.ns, "comp", 1)
@@ -194,6 +196,13 @@ func TestUpdateInProgressPerComponent(t *testing.T) {
 	tr := e.trackPods(fullStrength("comp", 1, 2, 2))
 	sched := e.startScheduler(e.kwokNode())
 	e.waitRunning(tr, "comp", 1, 8)
+	pcsCondition := func(c *assert.CollectT) metav1.Condition {
+		cond := meta.FindStatusCondition(e.pcs(c, "comp").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		if cond == nil {
+			return metav1.Condition{}
+		}
+		return *cond
+	}
 	reasons := func(c *assert.CollectT) (router, group string) {
 		if cond := meta.FindStatusCondition(e.pclq(c, "comp-0-router").Status.Conditions, apicommon.ConditionUpdateInProgress); cond != nil {
 			router = cond.Reason
@@ -219,6 +228,11 @@ func TestUpdateInProgressPerComponent(t *testing.T) {
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, metav1.ConditionUnknown, cond.Status)
 		}
+		set := pcsCondition(c)
+		assert.Equal(c, metav1.ConditionUnknown, set.Status)
+		assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, set.Reason)
+		assert.Equal(c, "1 of 1 PodCliques being updated passed their progressDeadline (comp-0-router); "+
+			"0 of 1 PodCliqueScalingGroups being updated passed their progressDeadline; nothing was rolled back or deleted", set.Message)
 	})
 
 	sched.pause(false)
@@ -227,5 +241,6 @@ func TestUpdateInProgressPerComponent(t *testing.T) {
 		router, group := reasons(c)
 		assert.Equal(c, apicommon.ReasonNoActiveUpdate, router)
 		assert.Equal(c, apicommon.ReasonNoActiveUpdate, group)
+		assert.Equal(c, apicommon.ReasonNoActiveUpdate, pcsCondition(c).Reason)
 	})
 }

@@ -177,6 +177,10 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		}
 	} else if _, topologyNamed := pg.Annotations[apicommon.AnnotationTopologyName]; !equality.Semantic.DeepEqual(pg.Spec, g.spec) ||
 		!subset(labels, pg.Labels) || !subset(annotations, pg.Annotations) || (topologyNamed && annotations[apicommon.AnnotationTopologyName] == "") {
+		if c.replacementPending(st, g, pg, underWay, labels, annotations) {
+			return nil
+		}
+		c.r.replacingSince.Delete(pg.UID)
 		// Keys are added and updated, never removed: other controllers (and upstream Grove,
 		// before a takeover) may have written their own; only the topology name is ours alone.
 		st.children.wrote(childPodGangs)
@@ -195,6 +199,46 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 		return err
 	}
 	return c.updateInitialized(ctx, st, pg, g.complete)
+}
+
+// replacementPending holds back the patch of a PodGang whose pods an update is replacing until
+// every replacement pod exists, so that the PodGang is written once, listing them all, rather
+// than once as the old pods go and again as each new one appears (each answered by
+// grove-scheduler's status rewrites); a new PodGang is created complete for the same reason
+// (gangplan.go). Only the pod list may differ: any other change is written at once. The wait is
+// bounded (replacementGrace from the first pass that held the patch back), so replacements
+// that are slow to come, or refused, are listed as they exist. The replacement pods are held
+// by their scheduling gates until the PodGang lists them, so nothing is placed meanwhile.
+func (c *podGangs) replacementPending(st *state, g plannedGang, pg *schedv1alpha1.PodGang, underWay bool, labels, annotations map[string]string) bool {
+	if !underWay || g.complete || !subset(labels, pg.Labels) || !subset(annotations, pg.Annotations) || !onlyPodsDiffer(&pg.Spec, &g.spec) {
+		return false
+	}
+	now := c.r.now()
+	first, _ := c.r.replacingSince.LoadOrStore(pg.UID, now)
+	left := first.(time.Time).Add(replacementGrace).Sub(now)
+	if left <= 0 {
+		return false
+	}
+	// The replacement pods' create events bring the pass back; this bounds the wait.
+	st.requeueAfter(left)
+	return true
+}
+
+// replacementGrace bounds how long a replaced PodGang's patch waits for all its replacement pods.
+const replacementGrace = 5 * time.Second
+
+// onlyPodsDiffer reports whether two PodGang specs differ in nothing but their pod references
+// (and the reuse reference, which is decided with them).
+func onlyPodsDiffer(a, b *schedv1alpha1.PodGangSpec) bool {
+	if len(a.PodGroups) != len(b.PodGroups) {
+		return false
+	}
+	x, y := a.DeepCopy(), b.DeepCopy()
+	x.ReuseReservationRef, y.ReuseReservationRef = nil, nil
+	for i := range x.PodGroups {
+		x.PodGroups[i].PodReferences, y.PodGroups[i].PodReferences = nil, nil
+	}
+	return equality.Semantic.DeepEqual(x, y)
 }
 
 // syncBackend hands the PodGang to the scheduler backend once per generation and set of

@@ -66,6 +66,9 @@ type Reconciler struct {
 	// synced, so SyncPodGang runs once per create, spec or metadata change and again after a
 	// failure. It is a memo of the backend's work, not of this controller's writes.
 	syncedPodGangs sync.Map // types.UID -> syncedGang
+	// replacingSince remembers when the gang writer first held back the pod-list patch of a
+	// PodGang whose pods an update replaces (replacementPending), to bound the wait.
+	replacingSince sync.Map // types.UID -> time.Time
 	// nodeFailureMemo keeps the status.nodeFailures each PodCliqueSet's last reconcile computed
 	// (nodefailure.go).
 	nodeFailureMemo sync.Map // types.UID -> []corev1alpha1.ReplicaNodeFailureStatus
@@ -321,6 +324,7 @@ func (r *Reconciler) statusClient() client.Client { return cmp.Or(r.StatusClient
 // forgetPodGang drops what is kept of a PodGang deleted on purpose.
 func (r *Reconciler) forgetPodGang(pg client.Object) {
 	r.syncedPodGangs.Delete(pg.GetUID())
+	r.replacingSince.Delete(pg.GetUID())
 }
 
 // initWrites makes the records of writes and routes each client's writes through its own;

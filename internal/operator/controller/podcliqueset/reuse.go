@@ -1,6 +1,7 @@
 package podcliqueset
 
 import (
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -16,11 +17,26 @@ import (
 // across the update, so the reference names itself, and grove-scheduler reads the placement
 // from its status.lastPlacement, which outlives the replaced pods. The PodCliqueSet's
 // updateStrategy.reuseReservation travels as an annotation, the PodGang API being upstream's.
-// Outside an update the reference is cleared: a gang placed again for another reason (its pods
-// recreated after a failure) is not held to where it was.
+//
+// The reference only matters to pods being placed, and those reach the PodGang through a change
+// of its pod list; so it is decided only in a write the PodGang gets anyway. A PodGang whose spec
+// is otherwise unchanged keeps whatever reference it has: setting it on every placed PodGang
+// when an update starts, and clearing it when the update ends, cost two extra PodGang writes per
+// gang (each answered by grove-scheduler's status rewrites), for gangs whose pods were not being
+// placed. Outside an update the reference goes with the next change of the pod list, so a gang
+// placed again for another reason (its pods recreated after a failure) is not held to where it
+// was.
 func reuseReservation(pcs *corev1alpha1.PodCliqueSet, underWay bool, spec *schedv1alpha1.PodGangSpec, annotations map[string]string, existing *schedv1alpha1.PodGang) {
 	spec.ReuseReservationRef = nil
-	if existing == nil || existing.Status.LastPlacement == nil || !underWay {
+	if existing == nil {
+		return
+	}
+	spec.ReuseReservationRef = existing.Spec.ReuseReservationRef
+	if equality.Semantic.DeepEqual(*spec, existing.Spec) {
+		return
+	}
+	spec.ReuseReservationRef = nil
+	if existing.Status.LastPlacement == nil || !underWay {
 		return
 	}
 	spec.ReuseReservationRef = &schedv1alpha1.NamespacedName{Namespace: existing.Namespace, Name: existing.Name}

@@ -7,138 +7,91 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
-	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
-// rolloutComponent is one standalone clique or scaling group of one PodCliqueSet replica, as an
-// update sees it.
-type rolloutComponent struct {
-	name     string
-	deadline *metav1.Duration
-	// pending: some pod is outdated, or fewer pods of the current template are ready than desired.
-	pending bool
-	// lastProgress is when a pod of the current template was last created or became ready.
-	lastProgress time.Time
-}
-
-// setUpdateInProgressCondition reports upstream Grove's UpdateInProgress condition: False
-// (NoActiveUpdate) without a running update, True (Progressing) during one, Unknown
-// (ProgressDeadlineExceeded) once a component being updated with a rollingUpdate.progressDeadline
-// had no pod of its new template created or becoming ready for that long. The clock is read
-// from the pods (creation and Ready transition times) and the update's start, so it survives
-// operator restarts. Nothing is torn down on a breach: the condition is the signal.
-func setUpdateInProgressCondition(status *corev1alpha1.PodCliqueSetStatus, st *state, pods []corev1.Pod, now time.Time) {
-	progress := status.UpdateProgress
-	if progress == nil || progress.UpdateEndedAt != nil || !corev1alpha1.IsRollingStrategy(corev1alpha1.StrategyOf(st.pcs)) {
-		common.SetCondition(&status.Conditions, metav1.Condition{Type: apicommon.ConditionUpdateInProgress, Status: metav1.ConditionFalse,
-			Reason: apicommon.ReasonNoActiveUpdate, Message: "no update is under way"}, st.stored.Generation)
-		return
-	}
-	var stuck []string
-	for _, u := range progress.CurrentlyUpdating {
-		for _, c := range rolloutComponents(st.pcs, int(u.ReplicaIndex), pods) {
-			if !c.pending || c.deadline == nil {
-				continue
-			}
-			since := c.lastProgress
-			if since.Before(u.UpdateStartedAt.Time) {
-				since = u.UpdateStartedAt.Time
-			}
-			if left := since.Add(c.deadline.Duration).Sub(now); left > 0 {
-				st.requeueAfter(left)
-				continue
-			}
-			stuck = append(stuck, fmt.Sprintf("%s (no progress since %s, progressDeadline %s)", c.name, since.UTC().Format(time.RFC3339), c.deadline.Duration))
+// setUpdateInProgressCondition rolls upstream Grove's UpdateInProgress condition up from the
+// PodCliqueSet's standalone PodCliques and scaling groups, which each report their own part of an
+// update (common.UpdateInProgressCondition), as upstream #817 does: a child whose condition is
+// True or Unknown is being updated, one that is Unknown passed its progressDeadline. Any such
+// child makes the PodCliqueSet Unknown (ProgressDeadlineExceeded), else any child being updated
+// makes it True (Progressing), else it is False (NoActiveUpdate). The children's own controllers
+// keep the deadline clock and come back when it runs out; their status change brings this
+// reconcile, so nothing here waits on a timer.
+func setUpdateInProgressCondition(status *corev1alpha1.PodCliqueSetStatus, st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup) {
+	var cliques, groups childUpdates
+	for i := range pclqs {
+		if p := &pclqs[i]; ownChild(st, p) {
+			cliques.add(p.Name, p.Status.Conditions)
 		}
 	}
-	c := metav1.Condition{Type: apicommon.ConditionUpdateInProgress, Status: metav1.ConditionTrue, Reason: apicommon.ReasonProgressing,
-		Message: fmt.Sprintf("updating replicas %s", replicaList(progress.CurrentlyUpdating))}
-	if len(stuck) > 0 {
-		sort.Strings(stuck)
+	for i := range pcsgs {
+		if g := &pcsgs[i]; ownChild(st, g) {
+			groups.add(g.Name, g.Status.Conditions)
+		}
+	}
+	c := metav1.Condition{Type: apicommon.ConditionUpdateInProgress, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonNoActiveUpdate, Message: "no PodClique or PodCliqueScalingGroup is being updated"}
+	switch {
+	case len(cliques.stuck)+len(groups.stuck) > 0:
 		c.Status, c.Reason = metav1.ConditionUnknown, apicommon.ReasonProgressDeadlineExceeded
-		c.Message = "the update made no progress within its deadline: " + strings.Join(stuck, "; ") + "; nothing was rolled back or deleted"
+		var parts []string
+		if cliques.rolling > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d PodCliques being updated passed their progressDeadline%s", len(cliques.stuck), cliques.rolling, nameList(cliques.stuck)))
+		}
+		if groups.rolling > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d PodCliqueScalingGroups being updated passed their progressDeadline%s", len(groups.stuck), groups.rolling, nameList(groups.stuck)))
+		}
+		c.Message = strings.Join(parts, "; ") + "; nothing was rolled back or deleted"
+	case cliques.rolling+groups.rolling > 0:
+		c.Status, c.Reason = metav1.ConditionTrue, apicommon.ReasonProgressing
+		c.Message = fmt.Sprintf("%d PodCliques and %d PodCliqueScalingGroups are being updated", cliques.rolling, groups.rolling)
 	}
 	common.SetCondition(&status.Conditions, c, st.stored.Generation)
 }
 
-func replicaList(u []corev1alpha1.PodCliqueSetReplicaUpdateProgress) string {
-	parts := make([]string, len(u))
-	for i := range u {
-		parts[i] = fmt.Sprint(u[i].ReplicaIndex)
-	}
-	return strings.Join(parts, ", ")
+// ownChild: a standalone PodClique or scaling group of a replica the PodCliqueSet wants (one of
+// a replica being scaled in no longer counts), not on its way out.
+func ownChild(st *state, obj client.Object) bool {
+	i, ok := common.IntLabel(obj, apicommon.LabelPodCliqueSetReplicaIndex)
+	return ok && i < int(st.pcs.Spec.Replicas) && metav1.IsControlledBy(obj, st.stored) && !common.IsTerminating(obj)
 }
 
-// rolloutComponents reads the standalone cliques and scaling groups of replica i from its pods.
-func rolloutComponents(pcs *corev1alpha1.PodCliqueSet, i int, pods []corev1.Pod) []rolloutComponent {
-	t := &pcs.Spec.Template
-	byClique := map[string][]*corev1.Pod{}
-	for j := range pods {
-		p := &pods[j]
-		if common.IsActive(p) {
-			byClique[p.Labels[apicommon.LabelPodClique]] = append(byClique[p.Labels[apicommon.LabelPodClique]], p)
-		}
+// childUpdates counts children of one kind being updated and names those past their deadline.
+type childUpdates struct {
+	rolling int
+	stuck   []string
+}
+
+func (u *childUpdates) add(name string, conditions []metav1.Condition) {
+	c := meta.FindStatusCondition(conditions, apicommon.ConditionUpdateInProgress)
+	if c == nil || c.Status == metav1.ConditionFalse {
+		return
 	}
-	observe := func(c *rolloutComponent, pclqs []string, tmpl *corev1alpha1.PodCliqueTemplateSpec, desired int32) {
-		current := hash.PodTemplate(tmpl, t.PriorityClassName)
-		var ready int32
-		for _, name := range pclqs {
-			for _, p := range byClique[name] {
-				if p.Labels[apicommon.LabelPodTemplateHash] != current {
-					c.pending = true
-					continue
-				}
-				if p.CreationTimestamp.After(c.lastProgress) {
-					c.lastProgress = p.CreationTimestamp.Time
-				}
-				if common.IsReady(p) {
-					ready++
-					if at := readySince(p); at.After(c.lastProgress) {
-						c.lastProgress = at
-					}
-				}
-			}
-		}
-		c.pending = c.pending || ready < desired
+	u.rolling++
+	if c.Status == metav1.ConditionUnknown {
+		u.stuck = append(u.stuck, name)
 	}
-	var out []rolloutComponent
-	for _, c := range t.StandaloneCliques() {
-		rc := rolloutComponent{name: "clique " + c.Name}
-		if c.RollingUpdate != nil {
-			rc.deadline = c.RollingUpdate.ProgressDeadline
-		}
-		observe(&rc, []string{apicommon.StandalonePodCliqueName(pcs.Name, i, c.Name)}, c, c.Spec.Replicas)
-		out = append(out, rc)
+}
+
+// nameList names the first few children, so the message stays short with many replicas.
+func nameList(names []string) string {
+	const shown = 5
+	if len(names) == 0 {
+		return ""
 	}
-	for gi := range t.PodCliqueScalingGroupConfigs {
-		g := &t.PodCliqueScalingGroupConfigs[gi]
-		rc := rolloutComponent{name: "scaling group " + g.Name}
-		if g.RollingUpdate != nil {
-			rc.deadline = g.RollingUpdate.ProgressDeadline
-		}
-		pcsg := apicommon.PodCliqueScalingGroupName(pcs.Name, i, g.Name)
-		for _, name := range g.CliqueNames {
-			c := t.Clique(name)
-			if c == nil {
-				continue
-			}
-			var pclqs []string
-			for j := range int(corev1alpha1.ScalingGroupReplicas(g)) {
-				pclqs = append(pclqs, apicommon.ScalingGroupPodCliqueName(pcsg, j, name))
-			}
-			// The group's live replicas may differ from the template's (/scale); the template's
-			// count is what an update is measured against until the group reports otherwise.
-			observe(&rc, pclqs, c, c.Spec.Replicas*corev1alpha1.ScalingGroupReplicas(g))
-		}
-		out = append(out, rc)
+	sort.Strings(names)
+	if len(names) > shown {
+		return fmt.Sprintf(" (%s and %d more)", strings.Join(names[:shown], ", "), len(names)-shown)
 	}
-	return out
+	return " (" + strings.Join(names, ", ") + ")"
 }
 
 // readySince is when the pod last became ready.

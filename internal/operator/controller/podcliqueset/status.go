@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,7 +48,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, st *state, syncErr error)
 	if err != nil {
 		return err
 	}
-	setUpdateInProgressCondition(&status, st, pods, time.Now())
+	setUpdateInProgressCondition(&status, st, pclqs, pcsgs)
 	if err := r.replaceCoherently(ctx, st, &status, pclqs, pods); err != nil {
 		return err
 	}
