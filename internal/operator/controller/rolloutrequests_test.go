@@ -205,10 +205,10 @@ func (s *gangStatusApplies) Apply(ctx context.Context, obj runtime.ApplyConfigur
 	return err
 }
 
-// TestUpdateStartWritesGangReadinessTogether: an update's start changes every PodGang's
-// generation at once (the reuse reference), and the PodCliqueSet controller rewrites each
-// gang's Ready condition for it before its status names the replica being updated. Those
-// writes go out together, not one round trip after another.
+// TestUpdateStartWritesGangReadinessTogether: an update changes the generation of the
+// PodGangs whose members it replaces (their pod lists, and with them the reuse reference), and
+// the PodCliqueSet controller rewrites each such gang's Ready condition. Those writes go out
+// together, not one round trip after another.
 func TestUpdateStartWritesGangReadinessTogether(t *testing.T) {
 	e := newNamespace(t)
 	counter := &gangStatusCounter{}

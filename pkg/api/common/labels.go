@@ -212,10 +212,11 @@ const (
 	// PodClique, PodCliqueScalingGroup, ResourceClaim): the object is left alone, never adopted
 	// or deleted, and the child is not made.
 	ConditionNameConflict = "NameConflict"
-	// ConditionUpdateInProgress on a PodCliqueSet (upstream Grove's): True (Progressing) while
-	// a RollingRecreate or Coherent update is under way, Unknown (ProgressDeadlineExceeded)
-	// once a component with a rollingUpdate.progressDeadline made no progress for that long,
-	// False (NoActiveUpdate) otherwise.
+	// ConditionUpdateInProgress on a PodCliqueSet, its scaling groups and standalone PodCliques
+	// (upstream Grove's): True (Progressing) while a RollingRecreate or Coherent update is under
+	// way, Unknown (ProgressDeadlineExceeded) once a component with a
+	// rollingUpdate.progressDeadline made no progress for that long, False (NoActiveUpdate)
+	// otherwise. The PodCliqueSet's is rolled up from its components'.
 	ConditionUpdateInProgress = "UpdateInProgress"
 	// ReasonProgressing: the update is under way and moving.
 	ReasonProgressing = "Progressing"
