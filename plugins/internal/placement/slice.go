@@ -239,4 +239,3 @@ func chooseSlices(in Input) (*Plan, *Unfit) {
 	}
 	return Choose(relaxed)
 }
-
