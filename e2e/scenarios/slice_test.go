@@ -117,3 +117,20 @@ func TestSliceWaitsWholeForARackOfItsOwn(t *testing.T) {
 	assert.Equal(t, map[string]map[string]int{"0": {"z0-b0-r0": 16}, "1": {"z0-b0-r1": 16}}, swapIfNeeded(racksBySlice(t, env, ns, "nvl")))
 	w.assertNoPartialGang()
 }
+
+// The same on nodes that hold two pods each (racks of 9 hosts, 18 pods): members of one slice
+// are batched together, and never with another slice's, so each slice still lands whole in a
+// rack of its own.
+func TestSliceBalancedOnTwoPodNodes(t *testing.T) {
+	env, w := startEnv(t, framework.Options{})
+	ctx := context.Background()
+	_, err := env.CreateNodes(ctx, framework.Fabric{Zones: 1, BlocksPerZone: 1, RacksPerBlock: 2, HostsPerRack: 9}, twoCPUNode)
+	require.NoError(t, err)
+	fabricTopology(t, env, "fabric")
+	ns := env.Cluster.TestNamespace(t)
+	require.NoError(t, env.Client.Create(ctx, slicedPCS(ns, "nvl")))
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "nvl")) == 32 }, 3*time.Minute, 500*time.Millisecond,
+		describe(env, ns, "nvl", "nvl-0"))
+	assert.Equal(t, map[string]map[string]int{"0": {"z0-b0-r0": 16}, "1": {"z0-b0-r1": 16}}, swapIfNeeded(racksBySlice(t, env, ns, "nvl")))
+	w.assertNoPartialGang()
+}

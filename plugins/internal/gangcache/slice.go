@@ -3,7 +3,7 @@ package gangcache
 import (
 	"strconv"
 
-	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -48,7 +48,7 @@ func (c *Cache) Slices(key string) map[string]placement.Slicing {
 
 // SliceIndex is the slice a pod belongs to (its grove.io/slice-index label).
 func SliceIndex(labels map[string]string) (int, bool) {
-	v, ok := labels[apicommon.LabelSliceIndex]
+	v, ok := labels[common.LabelSliceIndex]
 	if !ok {
 		return 0, false
 	}
