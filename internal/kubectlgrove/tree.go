@@ -133,7 +133,8 @@ func (s *Snapshot) Render(w io.Writer) {
 }
 
 // renderSpread writes a line per replica spread of the PodCliqueSet: which replica runs in
-// which domain, the unused domains and the skew (as kubectl grove topology does).
+// which domain, the unused domains and the skew, and a line per sliced PodClique: which slice
+// runs in which domain (as kubectl grove topology does).
 func (s *Snapshot) renderSpread(w io.Writer) {
 	if s.Topology == nil {
 		return
@@ -144,6 +145,7 @@ func (s *Snapshot) renderSpread(w io.Writer) {
 	}
 	var buf bytes.Buffer
 	renderSpread(&buf, s.Topology, nodes, s.Pods, s.Gangs)
+	renderSlices(&buf, s.Topology, nodes, s.Pods, s.Gangs)
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		if line != "" {
 			fmt.Fprintf(w, "│ %s\n", line)
@@ -224,7 +226,11 @@ func (s *Snapshot) podLine(p corev1.Pod) string {
 	if p.Spec.NodeName == "" {
 		return fmt.Sprintf("pod %-40s %-8s (not placed)", p.Name, state)
 	}
-	return fmt.Sprintf("pod %-40s %-8s node=%s%s", p.Name, state, p.Spec.NodeName, s.domainsOf(p.Spec.NodeName))
+	slice := ""
+	if v, ok := p.Labels[common.LabelSliceIndex]; ok {
+		slice = " slice=" + v
+	}
+	return fmt.Sprintf("pod %-40s %-8s node=%s%s%s", p.Name, state, p.Spec.NodeName, s.domainsOf(p.Spec.NodeName), slice)
 }
 
 // domainsOf lists a node's topology domains, narrowest first, from the ClusterTopology when

@@ -312,6 +312,8 @@ func nextForScheduler(c *metav1.Condition) string {
 		return "free capacity inside one domain of the required level, lower minAvailable so the quorum fits, or relax the PodCliqueSet's topologyConstraint to a wider level"
 	case common.ReasonReplicaSpreadUnsatisfiable:
 		return "every domain that would hold it runs another replica of the PodCliqueSet (a required replicaSpreadConstraint): add a domain, scale the PodCliqueSet down, or make the spread ScheduleAnyway"
+	case common.ReasonSliceUnsatisfiable:
+		return "the gang's domain holds its pods but not each slice of a clique (a required topologyConstraint.slice) in a domain of its own: free room in more domains of the slice level, or make the slice ScheduleAnyway"
 	case common.ReasonFilterRejected:
 		return "the room is there but a filter refuses it (node affinity, taints, pod anti-affinity, host ports, volumes): check the pods' constraints against the nodes of the domain, e.g. kubectl describe pod"
 	case common.ReasonReservationReuseRequired:

@@ -87,7 +87,8 @@ func (p *Plugin) pinnedNodes(w gangcache.Waiting, nodeInfos []fwk.NodeInfo) sets
 		}
 		nodes = append(nodes, placement.Node{Name: ni.Node().Name, Labels: ni.Node().Labels, Free: capacity.NodeAllocatable(ni), Excluded: ^allowed})
 	}
-	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy})
+	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: held, Shared: shared, SharedBy: sharedBy,
+		Slices: p.gangs.Slices(w.Key)})
 	if unfit != nil {
 		return nil
 	}
@@ -307,7 +308,7 @@ func (p *Plugin) fitsDomains(pod *v1.Pod, key string, g gangcache.Gang, nodeInfo
 	}
 	shared, sharedBy := p.gangs.SharedNodes(key)
 	_, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy,
-		Spread: p.gangs.Spreads(key)})
+		Spread: p.gangs.Spreads(key), Slices: p.gangs.Slices(key)})
 	return unfit == nil
 }
 

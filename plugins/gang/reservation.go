@@ -69,7 +69,7 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 			candidates = append(candidates, candidate{ni: ni, allowed: allowed, room: capacity.NodeFree(ni).FitCount(largest.Shape)})
 		}
 	}
-	if tree, spreads := placement.NewTree(&g.PodGang.Spec), p.gangs.Spreads(key); tree.Constrained() || len(spreads) > 0 {
+	if tree, spreads, sliced := placement.NewTree(&g.PodGang.Spec), p.gangs.Spreads(key), p.gangs.Slices(key); tree.Constrained() || len(spreads) > 0 || len(sliced) > 0 {
 		nodes := make([]placement.Node, len(candidates))
 		demand := make(map[string]capacity.Demand, len(demands))
 		for i, c := range candidates {
@@ -80,7 +80,7 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 		}
 		shared, sharedBy := p.gangs.SharedNodes(key)
 		plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: nodes, Demand: demand, Held: p.gangs.HeldNodes(key), Shared: shared, SharedBy: sharedBy,
-			Spread: spreads})
+			Spread: spreads, Slices: sliced})
 		if unfit != nil {
 			return nil
 		}

@@ -321,6 +321,8 @@ func unschedulableReason(cause string) string {
 		return common.ReasonNoDomainFits
 	case ledger.WaitSpread:
 		return common.ReasonReplicaSpreadUnsatisfiable
+	case ledger.WaitSlice:
+		return common.ReasonSliceUnsatisfiable
 	case ledger.WaitFilterRejected:
 		return common.ReasonFilterRejected
 	case ledger.WaitReservedForOther:

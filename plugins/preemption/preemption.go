@@ -186,6 +186,8 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 		prob.DomainKey = g.PodGang.Spec.SharedTopologyConstraint.Required()
 	}
 	prob.Shared, prob.SharedBy = p.gangs.SharedNodes(key)
+	// Room only counts where each slice finds a domain of its own.
+	prob.Slices = p.gangs.Slices(key)
 	// Devices its members' claims already hold pin the domains of the PodGroups using them, as
 	// they do for the topology plugin: victims elsewhere would be evicted for nothing.
 	for group, anchors := range p.gangs.DeviceAdvice(key, g, pod, nodeInfos).Anchors {

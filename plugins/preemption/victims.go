@@ -48,6 +48,8 @@ type Problem struct {
 	// Held lists the preemptor's members already placed, per PodGroup, and the nodes of
 	// devices already allocated to claims its members use: they pin its domains.
 	Held map[string][]string
+	// Slices are the preemptor's slicings (placement.Slicing), by PodGroup.
+	Slices map[string]placement.Slicing
 	// Shared lists the nodes of the other PodGangs of its shared group
 	// (spec.sharedTopologyConstraint), SharedBy names one: they pin the domain the group
 	// shares, so room freed elsewhere does not count.
@@ -203,12 +205,13 @@ func (s *selector) fits(victims []int) bool {
 			}
 		}
 	}
-	if s.p.Tree != nil && s.p.Tree.Constrained() {
+	if s.p.Tree != nil && (s.p.Tree.Constrained() || len(s.p.Slices) > 0) {
 		demand := make(map[string]capacity.Demand, len(s.p.Demand))
 		for _, d := range s.p.Demand {
 			demand[d.Group] = d
 		}
-		_, unfit := placement.Choose(placement.Input{Tree: s.p.Tree, Nodes: nodes, Demand: demand, Held: s.p.Held, Shared: s.p.Shared, SharedBy: s.p.SharedBy})
+		_, unfit := placement.Choose(placement.Input{Tree: s.p.Tree, Nodes: nodes, Demand: demand, Held: s.p.Held, Shared: s.p.Shared, SharedBy: s.p.SharedBy,
+			Slices: s.p.Slices})
 		return unfit == nil
 	}
 	free := make([]capacity.Resources, len(nodes))

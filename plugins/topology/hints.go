@@ -105,5 +105,5 @@ func (p *Plugin) domainKeyChanged(key string, oldNode, newNode *v1.Node) bool {
 		}
 		return false
 	}
-	return changed(placement.NewTree(&g.PodGang.Spec).Root) || spreadKeyChanged(g.PodGang, oldNode, newNode)
+	return changed(placement.NewTree(&g.PodGang.Spec).Root) || spreadKeyChanged(g.PodGang, oldNode, newNode) || sliceKeyChanged(g.PodGang, oldNode, newNode)
 }

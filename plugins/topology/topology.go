@@ -95,6 +95,8 @@ type cycleState struct {
 	earlier sets.Set[string]
 	// spreadAllowed, when set, are the nodes the gang's required replica spreads leave it.
 	spreadAllowed sets.Set[string]
+	// slice, when set, is the domain of the member's slice (slice.go).
+	slice *placement.Choice
 }
 
 func (s *cycleState) Clone() fwk.StateData { return s }
@@ -141,6 +143,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	allowed := plan.AllowedNodes(group)
 	allowed = narrowBySpread(s, plan, allowed, p.gangs.MissedPreference(key, s.uid))
+	allowed = narrowBySlice(s, plan, group, pod, allowed)
 	if preferred := plan.PreferredNodes(group); preferred != nil && !p.gangs.MissedPreference(key, s.uid) {
 		if allowed != nil {
 			preferred = allowed.Intersection(preferred)
@@ -172,7 +175,8 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		tree = treeFor(g, reuse)
 	}
 	spreads := p.gangs.Spreads(key)
-	if !tree.Constrained() && len(spreads) == 0 {
+	slices := p.gangs.Slices(key)
+	if !tree.Constrained() && len(spreads) == 0 && len(slices) == 0 {
 		// Remember the tree so that unconstrained gangs cost one record lookup per member.
 		if gp.Tree != tree {
 			p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree})
@@ -227,7 +231,7 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		ruledOut[r.Choice] = r.By
 	}
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
-		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse, Spread: spreads})
+		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse, Spread: spreads, Slices: slices})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
 }
@@ -343,6 +347,9 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 		if labels[c.Key] != c.Value {
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the gang's %s %q", placement.DomainNoun(c.Key), c.Value))
 		}
+	}
+	if c := s.slice; c != nil && labels[c.Key] != c.Value {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the %s %q of the pod's slice", placement.DomainNoun(c.Key), c.Value))
 	}
 	return nil
 }

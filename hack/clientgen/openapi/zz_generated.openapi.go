@@ -75,6 +75,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerTopologyBinding":                   schema_pkg_api_core_v1alpha1_SchedulerTopologyBinding(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerTopologyBindingStatus":             schema_pkg_api_core_v1alpha1_SchedulerTopologyBindingStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerTopologyStatus":                    schema_pkg_api_core_v1alpha1_SchedulerTopologyStatus(ref),
+		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SliceConstraint":                            schema_pkg_api_core_v1alpha1_SliceConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyConstraint":                         schema_pkg_api_core_v1alpha1_TopologyConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyLevel":                              schema_pkg_api_core_v1alpha1_TopologyLevel(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint":                     schema_pkg_api_core_v1alpha1_TopologyPackConstraint(ref),
@@ -85,6 +86,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangSpec":                           schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGangStatus":                         schema_pkg_api_scheduler_v1alpha1_PodGangStatus(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup":                              schema_pkg_api_scheduler_v1alpha1_PodGroup(ref),
+		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroupSlices":                        schema_pkg_api_scheduler_v1alpha1_PodGroupSlices(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint":               schema_pkg_api_scheduler_v1alpha1_ReplicaSpreadConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint":              schema_pkg_api_scheduler_v1alpha1_SharedTopologyConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint":                    schema_pkg_api_scheduler_v1alpha1_TopologyConstraint(ref),
@@ -2059,7 +2061,7 @@ func schema_pkg_api_core_v1alpha1_PodCliqueTemplateSpec(ref common.ReferenceCall
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "PodCliqueTemplateSpec is the template of one clique (role).",
+				Description: "PodCliqueTemplateSpec is the template of one clique (role). A clique's constraint may carry a slice alone: the clique is then packed by the enclosing constraint and cut into slices.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"name": {
@@ -2630,6 +2632,49 @@ func schema_pkg_api_core_v1alpha1_SchedulerTopologyStatus(ref common.ReferenceCa
 	}
 }
 
+func schema_pkg_api_core_v1alpha1_SliceConstraint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SliceConstraint splits the pods of a clique into slices that each land whole in one domain of a ClusterTopology level, every slice in a domain of its own, e.g. 32 pods on racks of 18 nodes as two racks of 16. It sits on a clique-level topologyConstraint.\n\nSlice membership follows the pod index: slice 0 holds the lowest indexes, slice 1 the next ones, and so on (see SliceSizes). Each pod carries its slice in the grove.io/slice-index label and the GROVE_SLICE_INDEX, GROVE_SLICE_SIZE and GROVE_SLICE_COUNT variables.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"domain": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Domain is the ClusterTopology level each slice lands whole in, e.g. rack. It must be equal to or narrower than the level the clique is packed into.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxSize cuts the clique's pods into the fewest slices of at most maxSize pods whose sizes differ by at most one: 32 pods with maxSize 16 are 16+16, 33 are 11+11+11.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"size": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Size cuts the clique's pods into slices of exactly size pods; when the replicas are not a multiple of size, the last slice holds the remainder (34 pods with size 16: 16+16+2).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"whenUnsatisfiable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WhenUnsatisfiable: DoNotSchedule (required, the default: the gang waits whole until every slice has a domain) or ScheduleAnyway (preferred: slices are tried first, else the clique is placed as plain packing would place it).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"domain"},
+			},
+		},
+	}
+}
+
 func schema_pkg_api_core_v1alpha1_TopologyConstraint(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2678,11 +2723,17 @@ func schema_pkg_api_core_v1alpha1_TopologyConstraint(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"slice": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Slice splits the clique's pods into slices that each land whole in a domain of their own (see SliceConstraint); clique level only. Immutable.",
+							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SliceConstraint"),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"},
+			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SliceConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"},
 	}
 }
 
@@ -3091,12 +3142,61 @@ func schema_pkg_api_scheduler_v1alpha1_PodGroup(ref common.ReferenceCallback) co
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint"),
 						},
 					},
+					"slices": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Slices splits the group into slices, each within a domain of its own (PodGroupSlices).",
+							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroupSlices"),
+						},
+					},
 				},
 				Required: []string{"name", "podReferences", "minReplicas"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint"},
+			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroupSlices", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint"},
+	}
+}
+
+func schema_pkg_api_scheduler_v1alpha1_PodGroupSlices(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodGroupSlices splits a PodGroup's pods into slices that each lie within one value of a node label key, every slice in a value of its own, while the group keeps its pack constraints. A pod's slice is the value of its grove.io/slice-index label (0, 1, ...); grove-operator sets it from the pod index when it creates the pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"topologyKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologyKey is the node label key whose values are the slices' domains.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"required": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Required: the gang waits until every slice has a domain. Otherwise the scheduler tries slices first and places the group as its pack constraints alone would when they do not fit.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"sizes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Sizes are the pods of each slice, by slice index.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int32",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"topologyKey", "sizes"},
+			},
+		},
 	}
 }
 

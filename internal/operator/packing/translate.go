@@ -47,7 +47,7 @@ func HasConstraints(t *corev1alpha1.PodCliqueSetTemplateSpec) bool {
 		}
 	}
 	for _, c := range t.Cliques {
-		if c != nil && c.TopologyConstraint.HasDomain() {
+		if c != nil && (c.TopologyConstraint.HasDomain() || c.TopologyConstraint != nil && c.TopologyConstraint.Slice != nil) {
 			return true
 		}
 	}
@@ -67,6 +67,8 @@ type Translated struct {
 	MissingDomains []corev1alpha1.TopologyDomain
 	// Spread is the PodCliqueSet's replica spread (spread.go).
 	Spread []SpreadKey
+	// Slices by clique name (slice.go).
+	Slices map[string]SliceKey
 }
 
 // ScaledPodGang is the constraint of a scaled PodGang of a scaling group: the group's own,
@@ -137,6 +139,7 @@ func Translate(t *corev1alpha1.PodCliqueSetTemplateSpec, levels []corev1alpha1.T
 		}
 	}
 	out.Spread = translateSpread(t.TopologyConstraint, keys, missing)
+	out.Slices = translateSlices(t, keys, missing)
 	for d := range missing {
 		out.MissingDomains = append(out.MissingDomains, d)
 	}

@@ -352,6 +352,7 @@ var ReservedLabelKeys = []string{
 	LabelResourceClaimOwnerName,
 	LabelResourceClaimReplicaIndex,
 	LabelResourceClaimTemplate,
+	LabelSliceIndex,
 }
 
 // TotalAnnotationSizeLimit is the apiserver's limit on the annotations of one object (the sum
@@ -416,7 +417,8 @@ const lastAppliedConfigAnnotation = "kubectl.kubernetes.io/last-applied-configur
 func IsUnschedulable(reason string) bool {
 	switch reason {
 	case ReasonUnschedulable, ReasonNoDomainFits, ReasonFilterRejected, ReasonReservedForOtherGang,
-		ReasonDevicesUnavailable, ReasonAttemptFailed, ReasonReservationReuseRequired, ReasonReplicaSpreadUnsatisfiable:
+		ReasonDevicesUnavailable, ReasonAttemptFailed, ReasonReservationReuseRequired, ReasonReplicaSpreadUnsatisfiable,
+		ReasonSliceUnsatisfiable:
 		return true
 	}
 	return false

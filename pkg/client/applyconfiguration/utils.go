@@ -118,6 +118,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &corev1alpha1.SchedulerTopologyBindingStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SchedulerTopologyStatus"):
 		return &corev1alpha1.SchedulerTopologyStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SliceConstraint"):
+		return &corev1alpha1.SliceConstraintApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TopologyConstraint"):
 		return &corev1alpha1.TopologyConstraintApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TopologyLevel"):
@@ -138,6 +140,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationschedulerv1alpha1.PodGangStatusApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGroup"):
 		return &applyconfigurationschedulerv1alpha1.PodGroupApplyConfiguration{}
+	case schedulerv1alpha1.SchemeGroupVersion.WithKind("PodGroupSlices"):
+		return &applyconfigurationschedulerv1alpha1.PodGroupSlicesApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("ReplicaSpreadConstraint"):
 		return &applyconfigurationschedulerv1alpha1.ReplicaSpreadConstraintApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("SharedTopologyConstraint"):

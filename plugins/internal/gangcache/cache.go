@@ -67,7 +67,13 @@ func SignFragments(pod *v1.Pod) []fwk.SignFragment {
 	if !ok {
 		return nil
 	}
-	return []fwk.SignFragment{{Key: signerName, Value: key + "/" + group}}
+	value := key + "/" + group
+	if slice, ok := pod.Labels[common.LabelSliceIndex]; ok {
+		// Members of different slices go to different domains: no batch or member plan may
+		// carry one slice's domain over to another.
+		value += "/slice=" + slice
+	}
+	return []fwk.SignFragment{{Key: signerName, Value: value}}
 }
 
 // KeyOf is the key of a PodGang.

@@ -330,6 +330,9 @@ const (
 	WaitNoDomain = "no_domain"
 	// WaitSpread: every domain that holds it runs another replica of its spread group.
 	WaitSpread = "spread"
+	// WaitSlice: its pack domains hold it, but not each slice of a required slicing in a
+	// domain of its own.
+	WaitSlice = "slice"
 	// WaitFilterRejected: counted capacity holds it, but a filter plugin (affinity, ports,
 	// volumes...) rejects the nodes of every candidate domain.
 	WaitFilterRejected = "filter_rejected"

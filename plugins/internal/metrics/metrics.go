@@ -20,6 +20,7 @@ const (
 	ReasonNoRoom           = ledger.WaitNoRoom
 	ReasonNoDomain         = ledger.WaitNoDomain
 	ReasonSpread           = ledger.WaitSpread
+	ReasonSlice            = ledger.WaitSlice
 	ReasonFilterRejected   = ledger.WaitFilterRejected
 	ReasonDRA              = ledger.WaitDRA
 	ReasonReservedForOther = ledger.WaitReservedForOther
@@ -76,7 +77,7 @@ func Register() {
 		for _, o := range []string{PlanHandedOut, PlanStale, PlanRefused} {
 			memberPlans.WithLabelValues(o)
 		}
-		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonSlice, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
 	})

@@ -48,6 +48,8 @@ type Input struct {
 	Reuse *Reuse
 	// Spread are the gang's replica spreads (spread.go).
 	Spread []Spread
+	// Slices are the slicings of the gang's PodGroups, by PodGroup (slice.go).
+	Slices map[string]Slicing
 }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
@@ -73,6 +75,8 @@ type Plan struct {
 	preferredNodes map[string]sets.Set[string]
 	// spreadNodes, spreadRequired: SpreadNodes, SpreadRequiredNodes (spread.go).
 	spreadNodes, spreadRequired sets.Set[string]
+	// slices are the domains of each sliced PodGroup's slices (slice.go).
+	slices map[string]map[int]SliceDomain
 }
 
 // Required lists the domains a member of the PodGroup must be in, outermost first.
@@ -116,6 +120,8 @@ type Unfit struct {
 	Reuse string
 	// spreadWhy, when set, is why a required replica spread leaves no domain (spread.go).
 	spreadWhy string
+	// sliceWhy, when set, is why a slice of a required slicing finds no domain (slice.go).
+	sliceWhy string
 }
 
 // Cause is the kind of Unfit, a ledger.Wait* value: "filter_rejected" when domains a filter
@@ -127,6 +133,8 @@ func (u *Unfit) Cause() string {
 		return CauseReuseRequired
 	case u.spreadWhy != "":
 		return "spread"
+	case u.sliceWhy != "":
+		return CauseSlice
 	case len(u.RuledOut) > 0:
 		return "filter_rejected"
 	case u.Key == "" && u.Within == "":
@@ -156,6 +164,9 @@ func (u *Unfit) Error() string {
 		}
 		return inner.Error() + "; " + msg
 	}
+	if u.sliceWhy != "" {
+		return u.sliceWhy
+	}
 	switch {
 	case u.Key == "":
 		return fmt.Sprintf("%s needs %s; the nodes it may use fit %d", u.Set.What, u.Demand, u.BestFits)
@@ -184,6 +195,9 @@ func Choose(in Input) (*Plan, *Unfit) {
 	if len(in.Spread) > 0 {
 		return chooseSpread(in)
 	}
+	if preferredSlices(in) {
+		return chooseSlices(in)
+	}
 	p := &planner{in: in, byName: make(map[string]int, len(in.Nodes)), demand: map[string]capacity.Demands{}}
 	for i := range in.Nodes {
 		p.byName[in.Nodes[i].Name] = i
@@ -197,12 +211,12 @@ func Choose(in Input) (*Plan, *Unfit) {
 		w.free[i] = in.Nodes[i].Free.Clone()
 	}
 	rec := &record{required: map[string]Choice{}, preferred: map[string]Choice{},
-		domains: map[string]sets.Set[string]{}, preferredDomains: map[string]sets.Set[string]{}}
+		domains: map[string]sets.Set[string]{}, preferredDomains: map[string]sets.Set[string]{}, slices: map[string]map[int]SliceDomain{}}
 	if _, unfit := p.fit(in.Tree.Root, w, rec); unfit != nil {
 		return nil, unfit
 	}
 	plan := &Plan{required: map[string][]Choice{}, allowed: map[string]sets.Set[string]{}, preferred: map[string]Choice{},
-		preferredNodes: map[string]sets.Set[string]{}}
+		preferredNodes: map[string]sets.Set[string]{}, slices: rec.slices}
 	for _, g := range in.Tree.Root.Groups {
 		for _, s := range in.Tree.Chain(g) {
 			if c, ok := rec.required[s.ID]; ok {
@@ -266,6 +280,8 @@ type record struct {
 	// domains and preferredDomains name the nodes of the chosen required domains, and of the
 	// preferred domains that hold their set.
 	domains, preferredDomains map[string]sets.Set[string]
+	// slices are the domains chosen for the slices of each sliced PodGroup.
+	slices map[string]map[int]SliceDomain
 }
 
 func (p *planner) collectDemand(s *Set) capacity.Demands {
@@ -397,9 +413,20 @@ func (p *planner) fitInside(s *Set, w work, rec *record) (int64, *Unfit) {
 	}
 	var direct capacity.Demands
 	for _, g := range s.Groups {
-		if d, ok := p.in.Demand[g]; ok && !nested.Has(g) {
-			direct = append(direct, d)
+		d, ok := p.in.Demand[g]
+		if !ok || nested.Has(g) {
+			continue
 		}
+		if sl, sliced := p.in.Slices[g]; sliced {
+			// Slices first: they need whole domains, the plain groups take what is left.
+			n, unfit := p.fitSlices(s, g, d, sl, w, rec)
+			placed += n
+			if unfit != nil {
+				return placed, unfit
+			}
+			continue
+		}
+		direct = append(direct, d)
 	}
 	if direct.Total() == 0 {
 		return placed, nil
@@ -464,7 +491,7 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 	}
 	if !found {
 		by := p.pinnedBy(s, key, pinned)
-		if mostUnfit != nil && mostUnfit.Set != s && mostUnfit.Within == "" && (by == "" || mostUnfit.Key != "") {
+		if mostUnfit != nil && (mostUnfit.Set != s || mostUnfit.sliceWhy != "") && mostUnfit.Within == "" && (by == "" || mostUnfit.Key != "") {
 			// A nested set is what does not fit: say so, in the domain that came closest.
 			nested := *mostUnfit
 			nested.Within = fmt.Sprintf("in the best %s, %q", DomainNoun(key), mostValue)

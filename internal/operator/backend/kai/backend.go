@@ -152,7 +152,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
 	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "kai-scheduler")
-	return warnings, append(errs, spreadErrs...)
+	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "kai-scheduler")
+	return append(warnings, sliceWarnings...), append(append(errs, spreadErrs...), sliceErrs...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

@@ -22,6 +22,8 @@ type podPlacement struct {
 	scalingGroup *scalingGroupPlacement
 	// sharedGroup is the replica's base PodGang when its required domain spans PodGangs.
 	sharedGroup string
+	// slice is the clique's topologyConstraint.slice; nil when it is not sliced.
+	slice *corev1alpha1.SliceConstraint
 }
 
 type scalingGroupPlacement struct {
@@ -43,6 +45,7 @@ func placementOf(pclq *corev1alpha1.PodClique, pcs *corev1alpha1.PodCliqueSet) (
 		p.sharedGroup = apicommon.BasePodGangName(pcs.Name, p.pcsReplica)
 	}
 	pcsg, member := pclq.Labels[apicommon.LabelPodCliqueScalingGroup]
+	p.slice = sliceOf(pclq, pcs, p.pcsReplica, pcsg, member)
 	if !member {
 		return p, nil
 	}
@@ -91,6 +94,9 @@ func buildPod(pclq *corev1alpha1.PodClique, place podPlacement, podIndex int, b 
 		pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: apicommon.SchedulingGatePodGangPendingCreation})
 	}
 	env := groveEnv(pclq, place)
+	if sl := sliceEnv(pclq, place, podIndex, labels); sl != nil {
+		env = append(env, sl...)
+	}
 	for i := range pod.Spec.Containers {
 		pod.Spec.Containers[i].Env = withEnv(pod.Spec.Containers[i].Env, env)
 	}

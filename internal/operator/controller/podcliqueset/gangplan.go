@@ -185,6 +185,7 @@ func (g *plannedGang) addGroup(in gangPlanInput, pclqName string, clique *corev1
 	if tc := in.topology.Cliques[clique.Name]; tc != nil {
 		group.TopologyConstraint = tc.DeepCopy()
 	}
+	group.Slices = in.topology.PodGroupSlices(clique.Name, spec.Replicas)
 	g.spec.PodGroups = append(g.spec.PodGroups, group)
 	g.complete = g.complete && exists && int32(len(refs)) >= spec.Replicas
 	if exists && (g.firstClique.IsZero() || pclq.CreationTimestamp.Time.Before(g.firstClique)) {

@@ -230,3 +230,29 @@ func TestPlanPodGangsReplicaSpread(t *testing.T) {
 			g.spec.ReplicaSpreadConstraints, g.name)
 	}
 }
+
+// TestPlanPodGangsSlices: a sliced clique's PodGroup carries its slices, cut from the PodClique's
+// replicas (the template's until the PodClique exists); other PodGroups carry none.
+func TestPlanPodGangsSlices(t *testing.T) {
+	pcs := testPCS(1)
+	pcs.Spec.Template.Cliques[0].Spec.Replicas = 5
+	pcs.Spec.Template.Cliques[0].TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric",
+		Slice: &corev1alpha1.SliceConstraint{Domain: "rack", MaxSize: ptr.To[int32](2)}}
+	tr := packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "rack", Key: "r"}})
+	slicesOf := func(gangs []plannedGang) map[string]*schedv1alpha1.PodGroupSlices {
+		out := map[string]*schedv1alpha1.PodGroupSlices{}
+		for _, g := range gangs {
+			for _, pg := range g.spec.PodGroups {
+				out[pg.Name] = pg.Slices
+			}
+		}
+		return out
+	}
+	got := slicesOf(planPodGangs(gangPlanInput{pcs: pcs, topology: tr}))
+	assert.Equal(t, &schedv1alpha1.PodGroupSlices{TopologyKey: "r", Required: true, Sizes: []int32{2, 2, 1}}, got["p-0-router"])
+	assert.Nil(t, got["p-0-w-0-prefill"])
+
+	scaled := &corev1alpha1.PodClique{ObjectMeta: metav1.ObjectMeta{Name: "p-0-router", Namespace: "ns"}, Spec: corev1alpha1.PodCliqueSpec{Replicas: 6}}
+	got = slicesOf(planPodGangs(gangPlanInput{pcs: pcs, topology: tr, pclqs: map[string]*corev1alpha1.PodClique{"p-0-router": scaled}}))
+	assert.Equal(t, []int32{2, 2, 2}, got["p-0-router"].Sizes)
+}

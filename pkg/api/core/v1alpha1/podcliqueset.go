@@ -172,8 +172,9 @@ type PodCliqueSetTemplateSpec struct {
 	PodCliqueScalingGroupConfigs []PodCliqueScalingGroupConfig `json:"podCliqueScalingGroups,omitempty"`
 }
 
-// PodCliqueTemplateSpec is the template of one clique (role).
-// +kubebuilder:validation:XValidation:rule="!has(self.topologyConstraint) || has(self.topologyConstraint.packDomain) || has(self.topologyConstraint.pack)",message="a topology constraint needs a domain: set packDomain or pack",fieldPath=".topologyConstraint",reason=FieldValueRequired
+// PodCliqueTemplateSpec is the template of one clique (role). A clique's constraint may carry a
+// slice alone: the clique is then packed by the enclosing constraint and cut into slices.
+// +kubebuilder:validation:XValidation:rule="!has(self.topologyConstraint) || has(self.topologyConstraint.packDomain) || has(self.topologyConstraint.pack) || has(self.topologyConstraint.slice)",message="a topology constraint needs a domain: set packDomain, pack or slice",fieldPath=".topologyConstraint",reason=FieldValueRequired
 type PodCliqueTemplateSpec struct {
 	// Name of the clique, unique within the PodCliqueSet.
 	// +kubebuilder:validation:MinLength=1

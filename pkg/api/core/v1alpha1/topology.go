@@ -20,7 +20,7 @@ const (
 // into one domain of a ClusterTopology.
 // Only the PodCliqueSet-level constraint may name just a topology (its children then carry
 // the domains); a scaling-group or clique constraint needs a domain (see their rules).
-// +kubebuilder:validation:XValidation:rule="has(self.packDomain) || has(self.pack) || has(self.topologyName)",message="a topology constraint needs a domain: set packDomain or pack",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="has(self.packDomain) || has(self.pack) || has(self.topologyName) || has(self.slice)",message="a topology constraint needs a domain: set packDomain, pack or slice",reason=FieldValueRequired
 // +kubebuilder:validation:XValidation:rule="!(has(self.packDomain) && has(self.pack) && has(self.pack.required))",message="packDomain and pack.required must not both be set",fieldPath=".pack.required",reason=FieldValueForbidden
 type TopologyConstraint struct {
 	// TopologyName names the ClusterTopology the domains refer to. It is set on the
@@ -41,6 +41,10 @@ type TopologyConstraint struct {
 	// +listMapKey=domain
 	// +kubebuilder:validation:MaxItems=4
 	ReplicaSpreadConstraints []ReplicaSpreadConstraint `json:"replicaSpreadConstraints,omitempty"`
+	// Slice splits the clique's pods into slices that each land whole in a domain of their own
+	// (see SliceConstraint); clique level only. Immutable.
+	// +optional
+	Slice *SliceConstraint `json:"slice,omitempty"`
 }
 
 // TopologyPackConstraint holds a hard (required) and a soft (preferred) domain.

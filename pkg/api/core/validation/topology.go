@@ -140,7 +140,7 @@ func ValidateTopologyConstraints(pcs *corev1alpha1.PodCliqueSet, tasEnabled bool
 	}
 	for _, r := range refs {
 		// The PodCliqueSet's constraint may only name the topology its children's domains use.
-		if !r.tc.HasDomain() && !(r.what == rootWhat && r.tc.TopologyName != "") {
+		if !r.tc.HasDomain() && r.tc.Slice == nil && !(r.what == rootWhat && r.tc.TopologyName != "") {
 			errs = append(errs, field.Required(r.path.Child("packDomain"), "a topology constraint needs a domain: set packDomain or pack"))
 		}
 	}
@@ -191,6 +191,7 @@ func ValidateTopologyConstraints(pcs *corev1alpha1.PodCliqueSet, tasEnabled bool
 		}
 	}
 	errs = append(errs, validateReplicaSpread(refs, ct, domains)...)
+	errs = append(errs, validateSlices(refs, ct, domains)...)
 	return warnings, errs
 }
 

@@ -103,6 +103,9 @@ type PodGroup struct {
 	// TopologyConstraint packs this group.
 	// +optional
 	TopologyConstraint *TopologyConstraint `json:"topologyConstraint,omitempty"`
+	// Slices splits the group into slices, each within a domain of its own (PodGroupSlices).
+	// +optional
+	Slices *PodGroupSlices `json:"slices,omitempty"`
 }
 
 // TopologyConstraint holds pack constraints as node label keys.

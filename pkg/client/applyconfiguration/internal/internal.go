@@ -930,6 +930,22 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.SliceConstraint
+  map:
+    fields:
+    - name: domain
+      type:
+        scalar: string
+      default: ""
+    - name: maxSize
+      type:
+        scalar: numeric
+    - name: size
+      type:
+        scalar: numeric
+    - name: whenUnsatisfiable
+      type:
+        scalar: string
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.TopologyConstraint
   map:
     fields:
@@ -947,6 +963,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - domain
+    - name: slice
+      type:
+        namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.SliceConstraint
     - name: topologyName
       type:
         scalar: string
@@ -1087,9 +1106,28 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.NamespacedName
           elementRelationship: atomic
+    - name: slices
+      type:
+        namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGroupSlices
     - name: topologyConstraint
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.TopologyConstraint
+- name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGroupSlices
+  map:
+    fields:
+    - name: required
+      type:
+        scalar: boolean
+    - name: sizes
+      type:
+        list:
+          elementType:
+            scalar: numeric
+          elementRelationship: atomic
+    - name: topologyKey
+      type:
+        scalar: string
+      default: ""
 - name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.ReplicaSpreadConstraint
   map:
     fields:

@@ -21,7 +21,8 @@ package v1alpha1
 // PodCliqueTemplateSpecApplyConfiguration represents a declarative configuration of the PodCliqueTemplateSpec type for use
 // with apply.
 //
-// PodCliqueTemplateSpec is the template of one clique (role).
+// PodCliqueTemplateSpec is the template of one clique (role). A clique's constraint may carry a
+// slice alone: the clique is then packed by the enclosing constraint and cut into slices.
 type PodCliqueTemplateSpecApplyConfiguration struct {
 	// Name of the clique, unique within the PodCliqueSet.
 	Name *string `json:"name,omitempty"`

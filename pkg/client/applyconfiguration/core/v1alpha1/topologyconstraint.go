@@ -41,6 +41,9 @@ type TopologyConstraintApplyConfiguration struct {
 	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint);
 	// PodCliqueSet level only. Immutable.
 	ReplicaSpreadConstraints []ReplicaSpreadConstraintApplyConfiguration `json:"replicaSpreadConstraints,omitempty"`
+	// Slice splits the clique's pods into slices that each land whole in a domain of their own
+	// (see SliceConstraint); clique level only. Immutable.
+	Slice *SliceConstraintApplyConfiguration `json:"slice,omitempty"`
 }
 
 // TopologyConstraintApplyConfiguration constructs a declarative configuration of the TopologyConstraint type for use with
@@ -83,5 +86,13 @@ func (b *TopologyConstraintApplyConfiguration) WithReplicaSpreadConstraints(valu
 		}
 		b.ReplicaSpreadConstraints = append(b.ReplicaSpreadConstraints, *values[i])
 	}
+	return b
+}
+
+// WithSlice sets the Slice field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Slice field is set to the value of the last call.
+func (b *TopologyConstraintApplyConfiguration) WithSlice(value *SliceConstraintApplyConfiguration) *TopologyConstraintApplyConfiguration {
+	b.Slice = value
 	return b
 }

@@ -31,6 +31,8 @@ type PodGroupApplyConfiguration struct {
 	MinReplicas *int32 `json:"minReplicas,omitempty"`
 	// TopologyConstraint packs this group.
 	TopologyConstraint *TopologyConstraintApplyConfiguration `json:"topologyConstraint,omitempty"`
+	// Slices splits the group into slices, each within a domain of its own (PodGroupSlices).
+	Slices *PodGroupSlicesApplyConfiguration `json:"slices,omitempty"`
 }
 
 // PodGroupApplyConfiguration constructs a declarative configuration of the PodGroup type for use with
@@ -73,5 +75,13 @@ func (b *PodGroupApplyConfiguration) WithMinReplicas(value int32) *PodGroupApply
 // If called multiple times, the TopologyConstraint field is set to the value of the last call.
 func (b *PodGroupApplyConfiguration) WithTopologyConstraint(value *TopologyConstraintApplyConfiguration) *PodGroupApplyConfiguration {
 	b.TopologyConstraint = value
+	return b
+}
+
+// WithSlices sets the Slices field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Slices field is set to the value of the last call.
+func (b *PodGroupApplyConfiguration) WithSlices(value *PodGroupSlicesApplyConfiguration) *PodGroupApplyConfiguration {
+	b.Slices = value
 	return b
 }
