@@ -152,7 +152,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
 	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "kai-scheduler")
-	return warnings, append(errs, spreadErrs...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "kai-scheduler")
+	return append(warnings, roleWarnings...), append(append(errs, spreadErrs...), roleErrs...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

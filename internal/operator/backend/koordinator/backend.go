@@ -108,7 +108,9 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
 	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "koord-scheduler")
-	return warnings, append(append(errs, spreadErrs...), b.validateTopologyKeys(ctx, pcs)...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "koord-scheduler")
+	errs = append(append(errs, spreadErrs...), roleErrs...)
+	return append(warnings, roleWarnings...), append(errs, b.validateTopologyKeys(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

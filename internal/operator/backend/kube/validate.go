@@ -94,7 +94,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 		warnings = append(warnings, GangPerPodCliqueWarning)
 	}
 	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "default-scheduler")
-	return append(warnings, spreadWarnings...), append(errs, spreadErrs...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "default-scheduler")
+	return append(append(warnings, spreadWarnings...), roleWarnings...), append(append(errs, spreadErrs...), roleErrs...)
 }
 
 // requiredUnsupported says why a required domain of a scope cannot be honoured ("" when it can).

@@ -139,7 +139,9 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
 	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "volcano")
-	return append(warnings, spreadWarnings...), append(append(errs, spreadErrs...), b.validateTopology(ctx, pcs)...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "volcano")
+	errs = append(append(errs, spreadErrs...), roleErrs...)
+	return append(append(warnings, spreadWarnings...), roleWarnings...), append(errs, b.validateTopology(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

@@ -41,6 +41,20 @@ type TopologyConstraint struct {
 	// +listMapKey=domain
 	// +kubebuilder:validation:MaxItems=4
 	ReplicaSpreadConstraints []ReplicaSpreadConstraint `json:"replicaSpreadConstraints,omitempty"`
+	// AffinityGroups keep roles of one replica together in a domain (see RoleAffinityGroup);
+	// PodCliqueSet level only. Immutable.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	AffinityGroups []RoleAffinityGroup `json:"affinityGroups,omitempty"`
+	// AntiAffinityGroups keep roles of one replica apart, each in a domain of its own (see
+	// RoleAffinityGroup); PodCliqueSet level only. Immutable.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	AntiAffinityGroups []RoleAffinityGroup `json:"antiAffinityGroups,omitempty"`
 }
 
 // TopologyPackConstraint holds a hard (required) and a soft (preferred) domain.
