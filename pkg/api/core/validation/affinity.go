@@ -16,7 +16,9 @@ var roleGroupKinds = []struct {
 	anti  bool
 }{
 	{"affinityGroups", func(tc *corev1alpha1.TopologyConstraint) []corev1alpha1.RoleAffinityGroup { return tc.AffinityGroups }, false},
-	{"antiAffinityGroups", func(tc *corev1alpha1.TopologyConstraint) []corev1alpha1.RoleAffinityGroup { return tc.AntiAffinityGroups }, true},
+	{"antiAffinityGroups", func(tc *corev1alpha1.TopologyConstraint) []corev1alpha1.RoleAffinityGroup {
+		return tc.AntiAffinityGroups
+	}, true},
 }
 
 // validateRoleAffinity checks the affinityGroups and antiAffinityGroups of a PodCliqueSet:

@@ -75,7 +75,9 @@ func TestValidateRoleAffinity(t *testing.T) {
 			affinity: []corev1alpha1.RoleAffinityGroup{roleGroup("pd", "region", "router", "workers")},
 			want:     []fieldErr{"NotSupported " + aff + "[0].domain"}},
 		{name: "narrower than a member's pack domain", pcs: named("gpu", &corev1alpha1.TopologyConstraint{}),
-			mutate:   func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = pack("rack", "") },
+			mutate: func(p *corev1alpha1.PodCliqueSet) {
+				p.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = pack("rack", "")
+			},
 			affinity: []corev1alpha1.RoleAffinityGroup{roleGroup("pd", "host", "router", "workers")},
 			want:     []fieldErr{"Invalid " + aff + "[0].domain"}},
 		{name: "narrower than a member clique's own pack domain", pcs: named("gpu", &corev1alpha1.TopologyConstraint{}),
@@ -86,7 +88,9 @@ func TestValidateRoleAffinity(t *testing.T) {
 			antiAffinity: []corev1alpha1.RoleAffinityGroup{roleGroup("apart", "rack", "router", "prefill2")},
 			want:         []fieldErr{"Invalid " + anti + "[0].domain"}},
 		{name: "required with a scaling group that has scaled PodGangs", pcs: named("gpu", &corev1alpha1.TopologyConstraint{}),
-			mutate:   func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](1) },
+			mutate: func(p *corev1alpha1.PodCliqueSet) {
+				p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](1)
+			},
 			affinity: []corev1alpha1.RoleAffinityGroup{roleGroup("pd", "rack", "router", "workers")},
 			want:     []fieldErr{"Invalid " + aff + "[0].members[1]"}},
 		{name: "required with a scaling group the autoscaler can grow", pcs: named("gpu", &corev1alpha1.TopologyConstraint{}),
@@ -96,7 +100,9 @@ func TestValidateRoleAffinity(t *testing.T) {
 			antiAffinity: []corev1alpha1.RoleAffinityGroup{roleGroup("apart", "rack", "router", "workers")},
 			want:         []fieldErr{"Invalid " + anti + "[0].members[1]"}},
 		{name: "preferred with a scaling group that has scaled PodGangs warns", pcs: named("gpu", &corev1alpha1.TopologyConstraint{}),
-			mutate:   func(p *corev1alpha1.PodCliqueSet) { p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](1) },
+			mutate: func(p *corev1alpha1.PodCliqueSet) {
+				p.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To[int32](1)
+			},
 			affinity: []corev1alpha1.RoleAffinityGroup{preferredRoleGroup("pd", "rack", "router", "workers")}, warns: 1},
 		{name: "a scaling group's groups are not supported", pcs: named("gpu", pack("zone", "")),
 			mutate: func(p *corev1alpha1.PodCliqueSet) {
