@@ -25,6 +25,7 @@ const (
 	ReasonReservedForOther = ledger.WaitReservedForOther
 	ReasonBinding          = ledger.WaitBinding
 	ReasonReuseRequired    = ledger.WaitReuseRequired
+	ReasonRoleAffinity     = ledger.WaitRoleAffinity
 )
 
 var (
@@ -76,7 +77,7 @@ func Register() {
 		for _, o := range []string{PlanHandedOut, PlanStale, PlanRefused} {
 			memberPlans.WithLabelValues(o)
 		}
-		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired, ReasonRoleAffinity} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
 	})
