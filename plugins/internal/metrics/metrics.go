@@ -30,7 +30,7 @@ const (
 
 var (
 	gangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, spread, filter_rejected, dra, reserved_for_other, binding, reuse_required.",
+		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, spread, filter_rejected, dra, reserved_for_other, binding, reuse_required, role_affinity.",
 		StabilityLevel: metrics.ALPHA}, []string{"reason"})
 	quorumBound = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name: "grove_scheduler_quorum_bound_duration_seconds", Help: "Time from a PodGang's first pod to its quorum being bound.",

@@ -100,7 +100,8 @@ func insertSet(parent *Set, s *Set) bool {
 		}
 	}
 	s.Children = append(s.Children, inside...)
-	parent.Children = append(keep, s)
+	keep = append(keep, s)
+	parent.Children = keep
 	return true
 }
 
