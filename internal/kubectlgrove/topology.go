@@ -74,6 +74,7 @@ func Topology(ctx context.Context, c Clients, name string, w io.Writer) error {
 		renderTopology(w, &cts[i], nodes.Items, pods.Items)
 		renderSpread(w, &cts[i], nodes.Items, pods.Items, gangs.Items)
 		renderSlices(w, &cts[i], nodes.Items, pods.Items, gangs.Items)
+		renderRoles(w, &cts[i], nodes.Items, pods.Items, gangs.Items)
 	}
 	return nil
 }

@@ -146,6 +146,7 @@ func (s *Snapshot) renderSpread(w io.Writer) {
 	var buf bytes.Buffer
 	renderSpread(&buf, s.Topology, nodes, s.Pods, s.Gangs)
 	renderSlices(&buf, s.Topology, nodes, s.Pods, s.Gangs)
+	renderRoles(&buf, s.Topology, nodes, s.Pods, s.Gangs)
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		if line != "" {
 			fmt.Fprintf(w, "│ %s\n", line)

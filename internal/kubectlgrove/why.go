@@ -310,6 +310,8 @@ func nextForScheduler(c *metav1.Condition) string {
 		return "free or add devices (ResourceSlices) in one allowed domain, or lower the gang's device requests"
 	case common.ReasonNoDomainFits:
 		return "free capacity inside one domain of the required level, lower minAvailable so the quorum fits, or relax the PodCliqueSet's topologyConstraint to a wider level"
+	case common.ReasonRoleAffinityUnsatisfiable:
+		return "it would fit, but not with its roles together or apart as a required affinityGroups or antiAffinityGroups entry asks: free room in one domain (together) or add domains (apart), or make the group ScheduleAnyway"
 	case common.ReasonReplicaSpreadUnsatisfiable:
 		return "every domain that would hold it runs another replica of the PodCliqueSet (a required replicaSpreadConstraint): add a domain, scale the PodCliqueSet down, or make the spread ScheduleAnyway"
 	case common.ReasonSliceUnsatisfiable:

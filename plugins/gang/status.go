@@ -333,6 +333,8 @@ func unschedulableReason(cause string) string {
 		return common.ReasonAttemptFailed
 	case ledger.WaitReuseRequired:
 		return common.ReasonReservationReuseRequired
+	case ledger.WaitRoleAffinity:
+		return common.ReasonRoleAffinityUnsatisfiable
 	}
 	return common.ReasonUnschedulable
 }

@@ -70,6 +70,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint":                    schema_pkg_api_core_v1alpha1_ReplicaSpreadConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceClaimTemplateConfig":                schema_pkg_api_core_v1alpha1_ResourceClaimTemplateConfig(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ResourceSharingSpec":                        schema_pkg_api_core_v1alpha1_ResourceSharingSpec(ref),
+		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RoleAffinityGroup":                          schema_pkg_api_core_v1alpha1_RoleAffinityGroup(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RollingUpdateConfiguration":                 schema_pkg_api_core_v1alpha1_RollingUpdateConfiguration(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerReference":                         schema_pkg_api_core_v1alpha1_SchedulerReference(ref),
 		"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SchedulerTopologyBinding":                   schema_pkg_api_core_v1alpha1_SchedulerTopologyBinding(ref),
@@ -88,6 +89,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup":                              schema_pkg_api_scheduler_v1alpha1_PodGroup(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroupSlices":                        schema_pkg_api_scheduler_v1alpha1_PodGroupSlices(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint":               schema_pkg_api_scheduler_v1alpha1_ReplicaSpreadConstraint(ref),
+		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityGroup":                     schema_pkg_api_scheduler_v1alpha1_RoleAffinityGroup(ref),
+		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityMember":                    schema_pkg_api_scheduler_v1alpha1_RoleAffinityMember(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint":              schema_pkg_api_scheduler_v1alpha1_SharedTopologyConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint":                    schema_pkg_api_scheduler_v1alpha1_TopologyConstraint(ref),
 		"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraintGroupConfig":         schema_pkg_api_scheduler_v1alpha1_TopologyConstraintGroupConfig(ref),
@@ -2441,6 +2444,62 @@ func schema_pkg_api_core_v1alpha1_ResourceSharingSpec(ref common.ReferenceCallba
 	}
 }
 
+func schema_pkg_api_core_v1alpha1_RoleAffinityGroup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RoleAffinityGroup names roles of one PodCliqueSet replica (cliques or scaling groups of the template) that are placed relative to each other at one level of the ClusterTopology. In affinityGroups the members share one domain of the level (prefill next to its decode in one rack); in antiAffinityGroups each member takes a domain of its own that no other member of the group uses. The constraint applies per PodCliqueSet replica, to the members' pods in the replica's base PodGang (standalone cliques and scaling-group replicas below minAvailable).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name identifies the group in the list and in messages.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"members": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Members are clique names or scaling-group names of the template, each listed once.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"domain": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Domain is the ClusterTopology level, e.g. rack. It must be equal to or broader than each member's own required pack domain (a member packed into one rack cannot be kept with another in one host) and, for anti-affinity, narrower than the PodCliqueSet's required pack domain (members apart inside one rack need a level below rack).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"whenUnsatisfiable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "WhenUnsatisfiable: DoNotSchedule (required, the default: the replica's base PodGang waits whole) or ScheduleAnyway (preferred: it falls back to plain packing).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "members", "domain"},
+			},
+		},
+	}
+}
+
 func schema_pkg_api_core_v1alpha1_RollingUpdateConfiguration(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2729,11 +2788,53 @@ func schema_pkg_api_core_v1alpha1_TopologyConstraint(ref common.ReferenceCallbac
 							Ref:         ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SliceConstraint"),
 						},
 					},
+					"affinityGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AffinityGroups keep roles of one replica together in a domain (see RoleAffinityGroup); PodCliqueSet level only. Immutable.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RoleAffinityGroup"),
+									},
+								},
+							},
+						},
+					},
+					"antiAffinityGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AntiAffinityGroups keep roles of one replica apart, each in a domain of its own (see RoleAffinityGroup); PodCliqueSet level only. Immutable.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RoleAffinityGroup"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SliceConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"},
+			"github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.RoleAffinityGroup", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.SliceConstraint", "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1.TopologyPackConstraint"},
 	}
 }
 
@@ -3023,12 +3124,38 @@ func schema_pkg_api_scheduler_v1alpha1_PodGangSpec(ref common.ReferenceCallback)
 							},
 						},
 					},
+					"affinityGroups": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AffinityGroups keep members of the gang in one domain each (see RoleAffinityGroup).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityGroup"),
+									},
+								},
+							},
+						},
+					},
+					"antiAffinityGroups": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AntiAffinityGroups keep members of the gang in different domains (see RoleAffinityGroup).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityGroup"),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"podgroups"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraintGroupConfig"},
+			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.NamespacedName", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.PodGroup", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.ReplicaSpreadConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityGroup", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.SharedTopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraint", "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.TopologyConstraintGroupConfig"},
 	}
 }
 
@@ -3247,6 +3374,94 @@ func schema_pkg_api_scheduler_v1alpha1_ReplicaSpreadConstraint(ref common.Refere
 					},
 				},
 				Required: []string{"group", "member", "topologyKey"},
+			},
+		},
+	}
+}
+
+func schema_pkg_api_scheduler_v1alpha1_RoleAffinityGroup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RoleAffinityGroup places members of a PodGang (each a set of its PodGroups, e.g. the PodGroups of one role) relative to each other within the values of a node label key: in spec.affinityGroups all members share one value; in spec.antiAffinityGroups each member's PodGroups share one value that no other member of the group uses.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the group, used in messages.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"members": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Members of the group.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityMember"),
+									},
+								},
+							},
+						},
+					},
+					"topologyKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TopologyKey is the node label key whose values are the domains.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"required": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Required: the gang waits rather than break the group. Otherwise the scheduler keeps the group where it can and places the gang anyway where it cannot.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "members", "topologyKey"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1.RoleAffinityMember"},
+	}
+}
+
+func schema_pkg_api_scheduler_v1alpha1_RoleAffinityMember(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RoleAffinityMember is one member of a RoleAffinityGroup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the member (the operator uses the role's name: a clique or scaling group of the PodCliqueSet template), used in messages.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"podGroupNames": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodGroupNames are the member's PodGroups in this PodGang.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "podGroupNames"},
 			},
 		},
 	}

@@ -38,7 +38,8 @@ func NameOf(t *corev1alpha1.PodCliqueSetTemplateSpec) string {
 // HasConstraints reports whether any level of the template names a topology domain (to pack
 // into or, for the PodCliqueSet, to spread replicas over).
 func HasConstraints(t *corev1alpha1.PodCliqueSetTemplateSpec) bool {
-	if t.TopologyConstraint.HasDomain() || t.TopologyConstraint != nil && len(t.TopologyConstraint.ReplicaSpreadConstraints) > 0 {
+	if t.TopologyConstraint.HasDomain() || t.TopologyConstraint != nil && len(t.TopologyConstraint.ReplicaSpreadConstraints) > 0 ||
+		hasRoleGroups(t.TopologyConstraint) {
 		return true
 	}
 	for i := range t.PodCliqueScalingGroupConfigs {
@@ -69,6 +70,8 @@ type Translated struct {
 	Spread []SpreadKey
 	// Slices by clique name (slice.go).
 	Slices map[string]SliceKey
+	// Roles are the PodCliqueSet's affinity and anti-affinity groups (affinity.go).
+	Roles []RoleGroup
 }
 
 // ScaledPodGang is the constraint of a scaled PodGang of a scaling group: the group's own,
@@ -140,6 +143,7 @@ func Translate(t *corev1alpha1.PodCliqueSetTemplateSpec, levels []corev1alpha1.T
 	}
 	out.Spread = translateSpread(t.TopologyConstraint, keys, missing)
 	out.Slices = translateSlices(t, keys, missing)
+	out.Roles = translateRoles(t.TopologyConstraint, keys, missing)
 	for d := range missing {
 		out.MissingDomains = append(out.MissingDomains, d)
 	}

@@ -131,6 +131,9 @@ const (
 	// ReasonReplicaSpreadUnsatisfiable: every domain that would hold the quorum already runs
 	// another replica of its spread group (a required replicaSpreadConstraint).
 	ReasonReplicaSpreadUnsatisfiable = "ReplicaSpreadUnsatisfiable"
+	// ReasonRoleAffinityUnsatisfiable: the quorum would fit, but not with its roles together
+	// (a required affinityGroups entry) or apart (a required antiAffinityGroups entry).
+	ReasonRoleAffinityUnsatisfiable = "RoleAffinityUnsatisfiable"
 	// ReasonFilterRejected: counted capacity holds the quorum, but a filter (affinity, taints,
 	// ports, volumes...) rejects the nodes of every candidate domain.
 	ReasonFilterRejected = "FilterRejected"
@@ -418,7 +421,7 @@ func IsUnschedulable(reason string) bool {
 	switch reason {
 	case ReasonUnschedulable, ReasonNoDomainFits, ReasonFilterRejected, ReasonReservedForOtherGang,
 		ReasonDevicesUnavailable, ReasonAttemptFailed, ReasonReservationReuseRequired, ReasonReplicaSpreadUnsatisfiable,
-		ReasonSliceUnsatisfiable:
+		ReasonSliceUnsatisfiable, ReasonRoleAffinityUnsatisfiable:
 		return true
 	}
 	return false

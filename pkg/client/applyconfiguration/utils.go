@@ -108,6 +108,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &corev1alpha1.ResourceClaimTemplateConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceSharingSpec"):
 		return &corev1alpha1.ResourceSharingSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RoleAffinityGroup"):
+		return &corev1alpha1.RoleAffinityGroupApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RollingUpdateConfiguration"):
 		return &corev1alpha1.RollingUpdateConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SchedulerReference"):
@@ -144,6 +146,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationschedulerv1alpha1.PodGroupSlicesApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("ReplicaSpreadConstraint"):
 		return &applyconfigurationschedulerv1alpha1.ReplicaSpreadConstraintApplyConfiguration{}
+	case schedulerv1alpha1.SchemeGroupVersion.WithKind("RoleAffinityGroup"):
+		return &applyconfigurationschedulerv1alpha1.RoleAffinityGroupApplyConfiguration{}
+	case schedulerv1alpha1.SchemeGroupVersion.WithKind("RoleAffinityMember"):
+		return &applyconfigurationschedulerv1alpha1.RoleAffinityMemberApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("SharedTopologyConstraint"):
 		return &applyconfigurationschedulerv1alpha1.SharedTopologyConstraintApplyConfiguration{}
 	case schedulerv1alpha1.SchemeGroupVersion.WithKind("TopologyConstraint"):

@@ -345,6 +345,9 @@ const (
 	WaitBinding = "binding"
 	// WaitReuseRequired: its earlier domain, which it must reuse, does not hold it now.
 	WaitReuseRequired = "reuse_required"
+	// WaitRoleAffinity: it would fit but for a required affinity or anti-affinity group of
+	// its roles.
+	WaitRoleAffinity = "role_affinity"
 )
 
 // Unplaceable records why the gang cannot be placed now (reason for people, cause, a Wait*

@@ -26,11 +26,12 @@ const (
 	ReasonReservedForOther = ledger.WaitReservedForOther
 	ReasonBinding          = ledger.WaitBinding
 	ReasonReuseRequired    = ledger.WaitReuseRequired
+	ReasonRoleAffinity     = ledger.WaitRoleAffinity
 )
 
 var (
 	gangsWaiting = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, spread, filter_rejected, dra, reserved_for_other, binding, reuse_required.",
+		Name: "grove_scheduler_gangs_waiting", Help: "PodGangs whose quorum is not bound, by why: quorum_missing, no_room, no_domain, spread, filter_rejected, dra, reserved_for_other, binding, reuse_required, role_affinity.",
 		StabilityLevel: metrics.ALPHA}, []string{"reason"})
 	quorumBound = metrics.NewHistogram(&metrics.HistogramOpts{
 		Name: "grove_scheduler_quorum_bound_duration_seconds", Help: "Time from a PodGang's first pod to its quorum being bound.",
@@ -77,7 +78,7 @@ func Register() {
 		for _, o := range []string{PlanHandedOut, PlanStale, PlanRefused} {
 			memberPlans.WithLabelValues(o)
 		}
-		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonSlice, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired} {
+		for _, r := range []string{ReasonQuorumMissing, ReasonNoRoom, ReasonNoDomain, ReasonSpread, ReasonSlice, ReasonFilterRejected, ReasonDRA, ReasonReservedForOther, ReasonBinding, ReasonReuseRequired, ReasonRoleAffinity} {
 			gangsWaiting.WithLabelValues(r).Set(0)
 		}
 	})

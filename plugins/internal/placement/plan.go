@@ -122,6 +122,9 @@ type Unfit struct {
 	spreadWhy string
 	// sliceWhy, when set, is why a slice of a required slicing finds no domain (slice.go).
 	sliceWhy string
+	// roleWhy, when set, is why a required affinity or anti-affinity group leaves no
+	// placement (affinity.go).
+	roleWhy string
 }
 
 // Cause is the kind of Unfit, a ledger.Wait* value: "filter_rejected" when domains a filter
@@ -135,6 +138,8 @@ func (u *Unfit) Cause() string {
 		return "spread"
 	case u.sliceWhy != "":
 		return CauseSlice
+	case u.roleWhy != "":
+		return CauseRoleAffinity
 	case len(u.RuledOut) > 0:
 		return "filter_rejected"
 	case u.Key == "" && u.Within == "":
@@ -149,6 +154,9 @@ func (u *Unfit) Error() string {
 	}
 	if u.spreadWhy != "" {
 		return u.spreadError()
+	}
+	if u.roleWhy != "" {
+		return u.roleWhy
 	}
 	if u.Within != "" {
 		inner := *u
@@ -198,6 +206,13 @@ func Choose(in Input) (*Plan, *Unfit) {
 	if preferredSlices(in) {
 		return chooseSlices(in)
 	}
+	if in.Tree.withoutRoles != nil {
+		return chooseRoles(in)
+	}
+	return choose(in)
+}
+
+func choose(in Input) (*Plan, *Unfit) {
 	p := &planner{in: in, byName: make(map[string]int, len(in.Nodes)), demand: map[string]capacity.Demands{}}
 	for i := range in.Nodes {
 		p.byName[in.Nodes[i].Name] = i
@@ -205,6 +220,7 @@ func Choose(in Input) (*Plan, *Unfit) {
 	p.collectDemand(in.Tree.Root)
 	p.pins, p.preferredPins = p.collectPins()
 	p.reuseRequired, p.reusePreferred = p.collectReusePins()
+	p.takePinnedApart(in.Tree.Root)
 	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes))}
 	for i := range in.Nodes {
 		w.idx[i] = i
@@ -247,6 +263,10 @@ type planner struct {
 	reuseRequired, reusePreferred map[string]string
 	// sharedPinned: the other PodGangs of the group pinned the shared set's domain.
 	sharedPinned bool
+	// taken holds, per anti-affinity group, the domains its members took (affinity.go).
+	taken map[string]map[string]string
+	// relaxApart lets a preferred anti-affinity member share a domain (affinity.go).
+	relaxApart bool
 }
 
 // work is a view of some nodes: positions into Input.Nodes and their remaining capacity.
@@ -381,6 +401,7 @@ func (p *planner) fit(s *Set, w work, rec *record) (int64, *Unfit) {
 	if unfit != nil {
 		return unfit.BestFits, unfit
 	}
+	p.takeApart(s, s.Required, value)
 	domain := w.subset(pos, false)
 	if rec != nil {
 		rec.required[s.ID] = Choice{Key: s.Required, Value: value}
@@ -454,6 +475,8 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 	values := sortedKeys(byValue)
 	if pinned != "" {
 		values = []string{pinned}
+	} else {
+		values = p.apartValues(s, key, values)
 	}
 	var ruled []string
 	if pinned == "" && len(p.in.RuledOut) > 0 {
@@ -478,7 +501,9 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 	var mostUnfit *Unfit
 	for _, v := range values {
 		candidate := w.subset(byValue[v], true)
+		saved := p.saveTaken()
 		placed, unfit := p.fitInside(s, candidate, nil)
+		p.taken = saved
 		if placed > mostPlaced {
 			mostValue, mostPlaced, mostUnfit = v, placed, unfit
 		}
@@ -546,7 +571,10 @@ func (p *planner) chooseGroupDomain(s *Set, values []string, byValue map[string]
 	var best *groupFit
 	for _, v := range values {
 		candidate := w.subset(byValue[v], true)
-		if _, unfit := p.fitInside(s, candidate, nil); unfit != nil {
+		saved := p.saveTaken()
+		_, unfit := p.fitInside(s, candidate, nil)
+		p.taken = saved
+		if unfit != nil {
 			continue
 		}
 		f := groupFit{value: v, spare: capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class)}
@@ -612,7 +640,7 @@ func (p *planner) pinnedBy(s *Set, key, pinned string) string {
 // s, its nodes are recorded too.
 func (p *planner) choosePreferred(s *Set, w work, rec *record) {
 	pin := p.preferredPin(s, w)
-	pos, value, unfit := p.chooseDomain(s, s.Preferred, pin, w)
+	pos, value, unfit := p.choosePreferredDomain(s, pin, w)
 	switch {
 	case unfit == nil:
 		rec.preferredDomains[s.ID] = p.nodeNames(w.subset(pos, false))
@@ -624,6 +652,7 @@ func (p *planner) choosePreferred(s *Set, w work, rec *record) {
 		return
 	}
 	rec.preferred[s.ID] = Choice{Key: s.Preferred, Value: value}
+	p.takeApart(s, s.Preferred, value)
 }
 
 // allowed is the mask of every node of w; nil when no node excludes a class.

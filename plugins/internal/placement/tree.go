@@ -27,6 +27,10 @@ type Set struct {
 	Required, Preferred string
 	// Children are the nested sets.
 	Children []*Set
+	// RoleGroup names the affinity group the set keeps together or, when Apart, the
+	// anti-affinity group one of whose members the set is (affinity.go).
+	RoleGroup string
+	Apart     bool
 }
 
 // SharedSetID is the ID of the set of a PodGang's shared constraint: the whole gang, packed
@@ -38,6 +42,8 @@ type Tree struct {
 	Root        *Set
 	chains      map[string][]*Set
 	constrained bool
+	// withoutRoles is the tree without its role sets, nil when it has none (affinity.go).
+	withoutRoles *Tree
 }
 
 // NewTree reads the pack constraints of a PodGang: spec.sharedTopologyConstraint for the gang
@@ -80,6 +86,7 @@ func NewTree(spec *v1alpha1.PodGangSpec) *Tree {
 		parent.Children = append(parent.Children, &Set{ID: "group/" + g.Name, What: fmt.Sprintf("PodGroup %q", g.Name),
 			Groups: []string{g.Name}, Required: g.TopologyConstraint.Required(), Preferred: g.TopologyConstraint.Preferred()})
 	}
+	roles := addRoleSets(spec, root)
 	if sc := spec.SharedTopologyConstraint; sc.Required() != "" || sc.Preferred() != "" {
 		// The PodGangs of the group share a domain: it encloses the gang's own.
 		root = &Set{ID: SharedSetID, What: "the PodGang", Groups: root.Groups, Required: sc.Required(), Preferred: sc.Preferred(),
@@ -110,6 +117,9 @@ func NewTree(spec *v1alpha1.PodGangSpec) *Tree {
 		return false
 	}
 	t.constrained = constrained(root)
+	if roles {
+		t.withoutRoles = NewTree(withoutRoleGroups(spec))
+	}
 	return t
 }
 

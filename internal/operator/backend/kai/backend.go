@@ -153,7 +153,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 	}
 	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "kai-scheduler")
 	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "kai-scheduler")
-	return append(warnings, sliceWarnings...), append(append(errs, spreadErrs...), sliceErrs...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "kai-scheduler")
+	return append(append(warnings, sliceWarnings...), roleWarnings...), append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

@@ -109,8 +109,9 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 	}
 	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "koord-scheduler")
 	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "koord-scheduler")
-	errs = append(append(errs, spreadErrs...), sliceErrs...)
-	return append(warnings, sliceWarnings...), append(errs, b.validateTopologyKeys(ctx, pcs)...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "koord-scheduler")
+	errs = append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
+	return append(append(warnings, sliceWarnings...), roleWarnings...), append(errs, b.validateTopologyKeys(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

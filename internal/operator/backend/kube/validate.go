@@ -95,7 +95,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 	}
 	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "default-scheduler")
 	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "default-scheduler")
-	return append(append(warnings, spreadWarnings...), sliceWarnings...), append(append(errs, spreadErrs...), sliceErrs...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "default-scheduler")
+	return append(append(append(warnings, spreadWarnings...), sliceWarnings...), roleWarnings...), append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
 }
 
 // requiredUnsupported says why a required domain of a scope cannot be honoured ("" when it can).

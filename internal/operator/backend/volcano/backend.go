@@ -140,8 +140,9 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 	}
 	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "volcano")
 	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "volcano")
-	errs = append(append(errs, spreadErrs...), sliceErrs...)
-	return append(append(warnings, spreadWarnings...), sliceWarnings...), append(errs, b.validateTopology(ctx, pcs)...)
+	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "volcano")
+	errs = append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
+	return append(append(append(warnings, spreadWarnings...), sliceWarnings...), roleWarnings...), append(errs, b.validateTopology(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

@@ -97,8 +97,11 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 		}
 		base := plannedGang{name: apicommon.BasePodGangName(in.pcs.Name, i), replica: i, complete: true}
 		base.spec.TopologyConstraint = in.topology.PodCliqueSet
+		// roles: the base gang's PodGroups of each role, for its affinity groups.
+		roles := map[string][]string{}
 		for _, c := range t.StandaloneCliques() {
 			base.addGroup(in, apicommon.StandalonePodCliqueName(in.pcs.Name, i, c.Name), c)
+			roles[c.Name] = []string{apicommon.StandalonePodCliqueName(in.pcs.Name, i, c.Name)}
 		}
 		var scaled []plannedGang
 		for gi := range t.PodCliqueScalingGroupConfigs {
@@ -131,6 +134,9 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 				}
 				// In the base gang each group replica is packed on its own; a scaled gang is one
 				// group replica, constrained as a whole.
+				if j < minAvailable {
+					roles[g.Name] = append(roles[g.Name], members...)
+				}
 				if gc := in.topology.ScalingGroups[g.Name]; gc != nil && j < minAvailable {
 					base.spec.TopologyConstraintGroupConfigs = append(base.spec.TopologyConstraintGroupConfigs,
 						schedv1alpha1.TopologyConstraintGroupConfig{
@@ -154,6 +160,7 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 				scaled[k].spec.ReplicaSpreadConstraints = in.topology.ReplicaSpread(in.pcs.Name, base.name)
 			}
 		}
+		base.spec.AffinityGroups, base.spec.AntiAffinityGroups = in.topology.RoleAffinity(roles)
 		gangs = append(gangs, base)
 		gangs = append(gangs, scaled...)
 	}

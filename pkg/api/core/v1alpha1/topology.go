@@ -45,6 +45,20 @@ type TopologyConstraint struct {
 	// (see SliceConstraint); clique level only. Immutable.
 	// +optional
 	Slice *SliceConstraint `json:"slice,omitempty"`
+	// AffinityGroups keep roles of one replica together in a domain (see RoleAffinityGroup);
+	// PodCliqueSet level only. Immutable.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	AffinityGroups []RoleAffinityGroup `json:"affinityGroups,omitempty"`
+	// AntiAffinityGroups keep roles of one replica apart, each in a domain of its own (see
+	// RoleAffinityGroup); PodCliqueSet level only. Immutable.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	AntiAffinityGroups []RoleAffinityGroup `json:"antiAffinityGroups,omitempty"`
 }
 
 // TopologyPackConstraint holds a hard (required) and a soft (preferred) domain.

@@ -42,7 +42,7 @@ func ValidatePodCliqueSetUpdate(newPCS, oldPCS *corev1alpha1.PodCliqueSet) (warn
 // Anything else, including both steps in one update, changes what the running gangs were
 // built from and is refused.
 func immutableTopology(newTC, oldTC *corev1alpha1.TopologyConstraint, legacy bool, p *field.Path) field.ErrorList {
-	if ((legacy && addsTopologyName(oldTC, newTC)) || movesPackDomainToRequired(oldTC, newTC)) && sameReplicaSpread(newTC, oldTC) && sameSlice(newTC, oldTC) {
+	if ((legacy && addsTopologyName(oldTC, newTC)) || movesPackDomainToRequired(oldTC, newTC)) && sameReplicaSpread(newTC, oldTC) && sameSlice(newTC, oldTC) && sameRoleAffinity(newTC, oldTC) {
 		return nil
 	}
 	return immutable(newTC, oldTC, p)

@@ -192,7 +192,8 @@ func ValidateTopologyConstraints(pcs *corev1alpha1.PodCliqueSet, tasEnabled bool
 	}
 	errs = append(errs, validateReplicaSpread(refs, ct, domains)...)
 	errs = append(errs, validateSlices(refs, ct, domains)...)
-	return warnings, errs
+	roleWarnings, roleErrs := validateRoleAffinity(pcs, refs, ct, domains)
+	return append(warnings, roleWarnings...), append(errs, roleErrs...)
 }
 
 func nearestAncestor(r *constraintRef, domain func(*corev1alpha1.TopologyConstraint) corev1alpha1.TopologyDomain) *constraintRef {

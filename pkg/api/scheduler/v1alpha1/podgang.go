@@ -62,6 +62,12 @@ type PodGangSpec struct {
 	// its spread group (see ReplicaSpreadConstraint).
 	// +optional
 	ReplicaSpreadConstraints []ReplicaSpreadConstraint `json:"replicaSpreadConstraints,omitempty"`
+	// AffinityGroups keep members of the gang in one domain each (see RoleAffinityGroup).
+	// +optional
+	AffinityGroups []RoleAffinityGroup `json:"affinityGroups,omitempty"`
+	// AntiAffinityGroups keep members of the gang in different domains (see RoleAffinityGroup).
+	// +optional
+	AntiAffinityGroups []RoleAffinityGroup `json:"antiAffinityGroups,omitempty"`
 }
 
 // SharedTopologyConstraint is a pack constraint over a group of PodGangs.

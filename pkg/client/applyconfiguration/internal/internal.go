@@ -857,6 +857,26 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RoleAffinityGroup
+  map:
+    fields:
+    - name: domain
+      type:
+        scalar: string
+      default: ""
+    - name: members
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: whenUnsatisfiable
+      type:
+        scalar: string
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RollingUpdateConfiguration
   map:
     fields:
@@ -949,6 +969,22 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.TopologyConstraint
   map:
     fields:
+    - name: affinityGroups
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RoleAffinityGroup
+          elementRelationship: associative
+          keys:
+          - name
+    - name: antiAffinityGroups
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.RoleAffinityGroup
+          elementRelationship: associative
+          keys:
+          - name
     - name: pack
       type:
         namedType: com.github.ai-dynamo.grove.pkg.api.core.v1alpha1.TopologyPackConstraint
@@ -1033,6 +1069,18 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.PodGangSpec
   map:
     fields:
+    - name: affinityGroups
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.RoleAffinityGroup
+          elementRelationship: atomic
+    - name: antiAffinityGroups
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.RoleAffinityGroup
+          elementRelationship: atomic
     - name: podgroups
       type:
         list:
@@ -1149,6 +1197,39 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.RoleAffinityGroup
+  map:
+    fields:
+    - name: members
+      type:
+        list:
+          elementType:
+            namedType: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.RoleAffinityMember
+          elementRelationship: atomic
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: required
+      type:
+        scalar: boolean
+    - name: topologyKey
+      type:
+        scalar: string
+      default: ""
+- name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.RoleAffinityMember
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: podGroupNames
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: com.github.ai-dynamo.grove.pkg.api.scheduler.v1alpha1.SharedTopologyConstraint
   map:
     fields:

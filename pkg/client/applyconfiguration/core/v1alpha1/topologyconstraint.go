@@ -44,6 +44,12 @@ type TopologyConstraintApplyConfiguration struct {
 	// Slice splits the clique's pods into slices that each land whole in a domain of their own
 	// (see SliceConstraint); clique level only. Immutable.
 	Slice *SliceConstraintApplyConfiguration `json:"slice,omitempty"`
+	// AffinityGroups keep roles of one replica together in a domain (see RoleAffinityGroup);
+	// PodCliqueSet level only. Immutable.
+	AffinityGroups []RoleAffinityGroupApplyConfiguration `json:"affinityGroups,omitempty"`
+	// AntiAffinityGroups keep roles of one replica apart, each in a domain of its own (see
+	// RoleAffinityGroup); PodCliqueSet level only. Immutable.
+	AntiAffinityGroups []RoleAffinityGroupApplyConfiguration `json:"antiAffinityGroups,omitempty"`
 }
 
 // TopologyConstraintApplyConfiguration constructs a declarative configuration of the TopologyConstraint type for use with
@@ -94,5 +100,31 @@ func (b *TopologyConstraintApplyConfiguration) WithReplicaSpreadConstraints(valu
 // If called multiple times, the Slice field is set to the value of the last call.
 func (b *TopologyConstraintApplyConfiguration) WithSlice(value *SliceConstraintApplyConfiguration) *TopologyConstraintApplyConfiguration {
 	b.Slice = value
+	return b
+}
+
+// WithAffinityGroups adds the given value to the AffinityGroups field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AffinityGroups field.
+func (b *TopologyConstraintApplyConfiguration) WithAffinityGroups(values ...*RoleAffinityGroupApplyConfiguration) *TopologyConstraintApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAffinityGroups")
+		}
+		b.AffinityGroups = append(b.AffinityGroups, *values[i])
+	}
+	return b
+}
+
+// WithAntiAffinityGroups adds the given value to the AntiAffinityGroups field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AntiAffinityGroups field.
+func (b *TopologyConstraintApplyConfiguration) WithAntiAffinityGroups(values ...*RoleAffinityGroupApplyConfiguration) *TopologyConstraintApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAntiAffinityGroups")
+		}
+		b.AntiAffinityGroups = append(b.AntiAffinityGroups, *values[i])
+	}
 	return b
 }

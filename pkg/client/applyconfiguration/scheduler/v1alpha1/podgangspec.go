@@ -44,6 +44,10 @@ type PodGangSpecApplyConfiguration struct {
 	// ReplicaSpreadConstraints spread this PodGang's replica away from the other replicas of
 	// its spread group (see ReplicaSpreadConstraint).
 	ReplicaSpreadConstraints []ReplicaSpreadConstraintApplyConfiguration `json:"replicaSpreadConstraints,omitempty"`
+	// AffinityGroups keep members of the gang in one domain each (see RoleAffinityGroup).
+	AffinityGroups []RoleAffinityGroupApplyConfiguration `json:"affinityGroups,omitempty"`
+	// AntiAffinityGroups keep members of the gang in different domains (see RoleAffinityGroup).
+	AntiAffinityGroups []RoleAffinityGroupApplyConfiguration `json:"antiAffinityGroups,omitempty"`
 }
 
 // PodGangSpecApplyConfiguration constructs a declarative configuration of the PodGangSpec type for use with
@@ -119,6 +123,32 @@ func (b *PodGangSpecApplyConfiguration) WithReplicaSpreadConstraints(values ...*
 			panic("nil value passed to WithReplicaSpreadConstraints")
 		}
 		b.ReplicaSpreadConstraints = append(b.ReplicaSpreadConstraints, *values[i])
+	}
+	return b
+}
+
+// WithAffinityGroups adds the given value to the AffinityGroups field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AffinityGroups field.
+func (b *PodGangSpecApplyConfiguration) WithAffinityGroups(values ...*RoleAffinityGroupApplyConfiguration) *PodGangSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAffinityGroups")
+		}
+		b.AffinityGroups = append(b.AffinityGroups, *values[i])
+	}
+	return b
+}
+
+// WithAntiAffinityGroups adds the given value to the AntiAffinityGroups field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AntiAffinityGroups field.
+func (b *PodGangSpecApplyConfiguration) WithAntiAffinityGroups(values ...*RoleAffinityGroupApplyConfiguration) *PodGangSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAntiAffinityGroups")
+		}
+		b.AntiAffinityGroups = append(b.AntiAffinityGroups, *values[i])
 	}
 	return b
 }
