@@ -19,14 +19,7 @@ import (
 // e.g. `roles ns/serve-0 together in rack (required) "pd": prefill: r0; decode: r0`. A role
 // with no bound pod shows "-".
 func renderRoles(w io.Writer, ct *corev1alpha1.ClusterTopology, nodes []corev1.Node, pods []corev1.Pod, gangs []schedv1alpha1.PodGang) {
-	levelOf := map[string]corev1alpha1.TopologyDomain{}
-	for _, l := range ct.Spec.Levels {
-		levelOf[l.Key] = l.Domain
-	}
-	nodeLabels := make(map[string]map[string]string, len(nodes))
-	for i := range nodes {
-		nodeLabels[nodes[i].Name] = nodes[i].Labels
-	}
+	levelOf, nodeLabels := levelsOf(ct), labelsByNode(nodes)
 	var lines []string
 	for i := range gangs {
 		pg := &gangs[i]

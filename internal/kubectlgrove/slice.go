@@ -20,14 +20,7 @@ import (
 // A slice spread over several domains lists each with its pods (only a preferred slicing that
 // did not fit does that).
 func renderSlices(w io.Writer, ct *corev1alpha1.ClusterTopology, nodes []corev1.Node, pods []corev1.Pod, gangs []schedv1alpha1.PodGang) {
-	levelOf := map[string]corev1alpha1.TopologyDomain{}
-	for _, l := range ct.Spec.Levels {
-		levelOf[l.Key] = l.Domain
-	}
-	nodeLabels := make(map[string]map[string]string, len(nodes))
-	for i := range nodes {
-		nodeLabels[nodes[i].Name] = nodes[i].Labels
-	}
+	levelOf, nodeLabels := levelsOf(ct), labelsByNode(nodes)
 	type groupRef struct{ namespace, name string }
 	byGroup := map[groupRef][]*corev1.Pod{}
 	for i := range pods {

@@ -28,10 +28,7 @@ type spreadGroup struct {
 // domain of the level, the domains no replica uses, and the skew (replicas in the fullest domain
 // minus those in the emptiest).
 func renderSpread(w io.Writer, ct *corev1alpha1.ClusterTopology, nodes []corev1.Node, pods []corev1.Pod, gangs []schedv1alpha1.PodGang) {
-	levelOf := map[string]corev1alpha1.TopologyDomain{}
-	for _, l := range ct.Spec.Levels {
-		levelOf[l.Key] = l.Domain
-	}
+	levelOf := levelsOf(ct)
 	groups := map[string]*spreadGroup{}
 	memberOf := map[string][]*spreadGroup{} // namespace/PodGang → the spreads it is in
 	for i := range gangs {
@@ -146,4 +143,22 @@ func (g *spreadGroup) line(nodes []corev1.Node, gangDomains map[string]map[strin
 		out += "; unused: " + strings.Join(unused, ", ")
 	}
 	return out + fmt.Sprintf("; skew %d", most-max(least, 0))
+}
+
+// levelsOf maps each level's node-label key of ct to its domain.
+func levelsOf(ct *corev1alpha1.ClusterTopology) map[string]corev1alpha1.TopologyDomain {
+	levelOf := map[string]corev1alpha1.TopologyDomain{}
+	for _, l := range ct.Spec.Levels {
+		levelOf[l.Key] = l.Domain
+	}
+	return levelOf
+}
+
+// labelsByNode maps each node's name to its labels.
+func labelsByNode(nodes []corev1.Node) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(nodes))
+	for i := range nodes {
+		out[nodes[i].Name] = nodes[i].Labels
+	}
+	return out
 }
