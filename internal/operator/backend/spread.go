@@ -33,3 +33,16 @@ func RefuseReplicaSpread(pcs *corev1alpha1.PodCliqueSet, scheduler string) ([]st
 	}
 	return warnings, errs
 }
+
+// RefuseGroveSchedulerShapes is the answer of a backend to the placement shapes only
+// grove-scheduler honours — replica spread, slices, role affinity and anti-affinity groups:
+// each required one is rejected on its field, each preferred one admitted with a warning.
+func RefuseGroveSchedulerShapes(pcs *corev1alpha1.PodCliqueSet, scheduler string) ([]string, field.ErrorList) {
+	var warnings []string
+	var errs field.ErrorList
+	for _, refuse := range []func(*corev1alpha1.PodCliqueSet, string) ([]string, field.ErrorList){RefuseReplicaSpread, RefuseSlices, RefuseRoleAffinity} {
+		w, e := refuse(pcs, scheduler)
+		warnings, errs = append(warnings, w...), append(errs, e...)
+	}
+	return warnings, errs
+}

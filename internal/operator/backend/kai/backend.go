@@ -151,10 +151,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil && !b.nestedSubGroups {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
-	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "kai-scheduler")
-	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "kai-scheduler")
-	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "kai-scheduler")
-	return append(append(warnings, sliceWarnings...), roleWarnings...), append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
+	warnings, shapeErrs := backend.RefuseGroveSchedulerShapes(pcs, "kai-scheduler")
+	return warnings, append(errs, shapeErrs...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

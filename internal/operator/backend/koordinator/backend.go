@@ -107,11 +107,9 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
-	warnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "koord-scheduler")
-	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "koord-scheduler")
-	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "koord-scheduler")
-	errs = append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
-	return append(append(warnings, sliceWarnings...), roleWarnings...), append(errs, b.validateTopologyKeys(ctx, pcs)...)
+	warnings, shapeErrs := backend.RefuseGroveSchedulerShapes(pcs, "koord-scheduler")
+	errs = append(errs, shapeErrs...)
+	return warnings, append(errs, b.validateTopologyKeys(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs

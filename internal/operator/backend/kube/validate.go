@@ -93,10 +93,8 @@ func (b *Backend) ValidatePodCliqueSet(_ context.Context, pcs *corev1alpha1.PodC
 	case !b.api.CompositePodGroups && len(t.Cliques) > 1:
 		warnings = append(warnings, GangPerPodCliqueWarning)
 	}
-	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "default-scheduler")
-	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "default-scheduler")
-	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "default-scheduler")
-	return append(append(append(warnings, spreadWarnings...), sliceWarnings...), roleWarnings...), append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
+	shapeWarnings, shapeErrs := backend.RefuseGroveSchedulerShapes(pcs, "default-scheduler")
+	return append(warnings, shapeWarnings...), append(errs, shapeErrs...)
 }
 
 // requiredUnsupported says why a required domain of a scope cannot be honoured ("" when it can).

@@ -138,11 +138,9 @@ func (b *Backend) ValidatePodCliqueSet(ctx context.Context, pcs *corev1alpha1.Po
 	if p, group := backend.ReplicaWideRequired(pcs); p != nil {
 		errs = append(errs, field.Forbidden(p, fmt.Sprintf(ReplicaWideRequiredMessage, group)))
 	}
-	spreadWarnings, spreadErrs := backend.RefuseReplicaSpread(pcs, "volcano")
-	sliceWarnings, sliceErrs := backend.RefuseSlices(pcs, "volcano")
-	roleWarnings, roleErrs := backend.RefuseRoleAffinity(pcs, "volcano")
-	errs = append(append(append(errs, spreadErrs...), sliceErrs...), roleErrs...)
-	return append(append(append(warnings, spreadWarnings...), sliceWarnings...), roleWarnings...), append(errs, b.validateTopology(ctx, pcs)...)
+	shapeWarnings, shapeErrs := backend.RefuseGroveSchedulerShapes(pcs, "volcano")
+	errs = append(errs, shapeErrs...)
+	return append(warnings, shapeWarnings...), append(errs, b.validateTopology(ctx, pcs)...)
 }
 
 // ReplicaWideRequiredMessage is why a PodCliqueSet-level required domain with scaled PodGangs
