@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -221,8 +222,14 @@ func TestGangTerminationScalingGroupReplicaWithSpare(t *testing.T) {
 	scaledGang := e.podGang(t, "spare-0-workers-0").UID
 
 	failed := e.pods("spare-0-workers-1-prefill")[0]
-	failed.Status.Phase = corev1.PodFailed
-	require.NoError(t, e.c.Status().Update(e.ctx, &failed))
+	// kwok writes this pod's status too: re-read on conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(&failed), &failed); err != nil {
+			return err
+		}
+		failed.Status.Phase = corev1.PodFailed
+		return e.c.Status().Update(e.ctx, &failed)
+	}))
 	e.eventually(func(c *assert.CollectT) {
 		now := e.podUIDs(c, "spare-0-workers-1-")
 		assert.Len(c, now, 3)

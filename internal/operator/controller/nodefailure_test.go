@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,9 +220,12 @@ func TestNodeFailureReplicaIsWholeOnlyWhenItsPodsAre(t *testing.T) {
 	}, "the lost pod is replaced")
 
 	// The PodClique's status says all 3 are ready, as a status that has not caught up would.
-	pclq := e.pclq(t, "nf-0-w")
-	pclq.Status.ReadyReplicas = 3
-	require.NoError(t, e.c.Status().Update(e.ctx, pclq))
+	// Re-read on conflict: the operator writes this status too.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pclq := e.pclq(t, "nf-0-w")
+		pclq.Status.ReadyReplicas = 3
+		return e.c.Status().Update(e.ctx, pclq)
+	}))
 	assert.Never(t, func() bool {
 		cond := condition(e.pcs(t, "nf").Status.Conditions, apicommon.ConditionMemberReplacing)
 		return cond == nil || cond.Reason != apicommon.ReasonNodeFailed
