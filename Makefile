@@ -256,7 +256,7 @@ BENCH_ROUNDS  ?= 1
 .PHONY: bench
 bench: k8s-bins ## scheduler_perf: grove-scheduler on gangs vs kube-scheduler's default profile, with throughput ratios.
 	@mkdir -p $(BENCH_RESULTS)
-	@rm -f $(BENCH_RESULTS)/BenchmarkPerfScheduling_benchmark_grove_*.json $(BENCH_RESULTS)/stuck_*.json
+	@rm -f $(BENCH_RESULTS)/BenchmarkPerfScheduling_benchmark_grove_*.json $(BENCH_RESULTS)/stuck_*.json $(BENCH_RESULTS)/placement_*.json
 	for round in $$(seq $(BENCH_ROUNDS)); do \
 		(cd e2e/bench && PATH="$(BIN):$$PATH" ARTIFACTS=$(BENCH_RESULTS) $(GO) test -run '^$$' -bench BenchmarkPerfScheduling \
 			-benchtime 1x -timeout $(BENCH_TIMEOUT) . -args -perf-scheduling-label-filter=$(BENCH_FILTER) \

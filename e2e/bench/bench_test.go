@@ -15,6 +15,7 @@ import (
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	kubeschedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/ai-dynamo/grove/plugins"
 )
@@ -29,7 +30,16 @@ func TestMain(m *testing.M) {
 
 func BenchmarkPerfScheduling(b *testing.B) {
 	perf.RunBenchmarkPerfScheduling(b, "performance-config.yaml", "grove", plugins.Registry(),
-		perf.WithPodsSchedulingTimeout(15*time.Minute), perf.WithPrepareFn(watchStuck))
+		perf.WithPodsSchedulingTimeout(15*time.Minute), perf.WithPrepareFn(prepare))
+}
+
+// prepare runs before each workload's ops: the stuck gangs' attempt count and the gangs'
+// placement report.
+func prepare(tCtx ktesting.TContext) error {
+	if err := watchStuck(tCtx); err != nil {
+		return err
+	}
+	return reportPlacement(tCtx)
 }
 
 func decodeProfile(t *testing.T, path string) schedconfig.KubeSchedulerProfile {

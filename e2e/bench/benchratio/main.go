@@ -10,7 +10,8 @@
 //     node count (the same pods through a profile that does no Filter or Score work).
 //
 // It also prints the stuck gangs' attempts per gang per minute from the stuck_*.json reports
-// next to the files (e2e/bench stuck_test.go). With several files, it ends with each figure's
+// next to the files (e2e/bench stuck_test.go), and each gang workload's placement over the racks
+// from the placement_*.json reports (placement_test.go). With several files, it ends with each figure's
 // median over the rounds.
 //
 //	go run ./e2e/bench/benchratio results/tmp/bench/BenchmarkPerfScheduling_benchmark_grove_*.json
@@ -75,6 +76,7 @@ func main() {
 		}
 	}
 	stuck := printStuck(dirs)
+	skews := printPlacement(dirs)
 	if len(os.Args) > 2 {
 		// Several runs: the median per workload.
 		sort.Strings(order)
@@ -87,6 +89,9 @@ func main() {
 		}
 		if len(stuck) > 0 {
 			fmt.Fprintf(w, "%s (attempts per stuck gang per minute)\t%d\t%s\t\t\t\n", stuckCase, len(stuck), medianCols(stuck, ""))
+		}
+		for _, name := range sortedKeys(skews) {
+			fmt.Fprintf(w, "%s (gangs per rack, skew)\t%d\t%s\t\t\t\n", name, len(skews[name]), medianCols(skews[name], ""))
 		}
 		if err := w.Flush(); err != nil {
 			fail(err)
@@ -235,6 +240,60 @@ func printStuck(dirs map[string]bool) []float64 {
 		fail(err)
 	}
 	return out
+}
+
+// printPlacement prints the placement_*.json reports in dirs, oldest first, and returns each
+// workload's gangs-per-rack skews.
+func printPlacement(dirs map[string]bool) map[string][]float64 {
+	var paths []string
+	for dir := range dirs {
+		found, err := filepath.Glob(filepath.Join(dir, "placement_*.json"))
+		if err != nil {
+			fail(err)
+		}
+		paths = append(paths, found...)
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	// The file names end in the time they were written: sorted by it, rounds stay in order.
+	sort.Slice(paths, func(i, j int) bool { return stamp(paths[i]) < stamp(paths[j]) })
+	skews := map[string][]float64{}
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "gang placement (workload)\tgangs\tin one rack\tracks used\tgangs per rack (min-max)\tskew\t")
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fail(err)
+		}
+		var p perfdata.Placement
+		if err := json.Unmarshal(data, &p); err != nil {
+			fail(fmt.Errorf("%s: %w", path, err))
+		}
+		name := strings.TrimPrefix(p.Name, "BenchmarkPerfScheduling/")
+		skews[name] = append(skews[name], float64(p.Skew))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d of %d\t%d-%d\t%d\t\n", name, p.Gangs, p.GangsInOneRack, p.RacksUsed, p.Racks,
+			p.GangsPerRackMin, p.GangsPerRackMax, p.Skew)
+	}
+	if err := w.Flush(); err != nil {
+		fail(err)
+	}
+	return skews
+}
+
+// stamp is the time at the end of a report's file name (..._20060102T150405.json).
+func stamp(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), ".json")
+	return base[strings.LastIndex(base, "_")+1:]
+}
+
+func sortedKeys(m map[string][]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func fail(err error) {

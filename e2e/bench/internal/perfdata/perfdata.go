@@ -86,3 +86,69 @@ type Stuck struct {
 	Attempts         float64 `json:"attempts"`
 	PerGangPerMinute float64 `json:"perGangPerMinute"`
 }
+
+// Placement is a gang workload's placement when the workload ended (e2e/bench placement_test.go,
+// placement_*.json), measured the way bench-compare's gangwatch measures it: racks are the
+// values of the nodes' topology.kubernetes.io/rack label.
+type Placement struct {
+	Name string `json:"name"`
+	// Gangs counts the gangs with a bound member; GangsInOneRack those whose bound members all
+	// share one rack.
+	Gangs          int `json:"gangs"`
+	GangsInOneRack int `json:"gangsInOneRack"`
+	// Racks counts the cluster's racks, RacksUsed those holding a bound member.
+	Racks     int `json:"racks"`
+	RacksUsed int `json:"racksUsed"`
+	// GangsPerRackMin and GangsPerRackMax are the fewest and most gangs with a member in one
+	// rack, over every rack of the cluster (an empty rack counts 0); Skew is their difference,
+	// what a replica spread over racks keeps small.
+	GangsPerRackMin int `json:"gangsPerRackMin"`
+	GangsPerRackMax int `json:"gangsPerRackMax"`
+	Skew            int `json:"skew"`
+}
+
+// BoundPod is one bound member of a gang: its gang and its node's rack.
+type BoundPod struct{ Gang, Rack string }
+
+// PlacementOf measures the placement of pods on a cluster whose racks are racks.
+func PlacementOf(name string, racks []string, pods []BoundPod) Placement {
+	p := Placement{Name: name}
+	gangRacks := map[string]map[string]bool{}
+	rackGangs := map[string]map[string]bool{}
+	for _, r := range racks {
+		rackGangs[r] = map[string]bool{}
+	}
+	for _, pod := range pods {
+		if gangRacks[pod.Gang] == nil {
+			gangRacks[pod.Gang] = map[string]bool{}
+		}
+		gangRacks[pod.Gang][pod.Rack] = true
+		if rackGangs[pod.Rack] == nil {
+			rackGangs[pod.Rack] = map[string]bool{}
+		}
+		rackGangs[pod.Rack][pod.Gang] = true
+	}
+	p.Gangs = len(gangRacks)
+	for _, rs := range gangRacks {
+		if len(rs) == 1 {
+			p.GangsInOneRack++
+		}
+	}
+	p.Racks = len(rackGangs)
+	first := true
+	for _, gs := range rackGangs {
+		n := len(gs)
+		if n > 0 {
+			p.RacksUsed++
+		}
+		if first || n < p.GangsPerRackMin {
+			p.GangsPerRackMin = n
+		}
+		if first || n > p.GangsPerRackMax {
+			p.GangsPerRackMax = n
+		}
+		first = false
+	}
+	p.Skew = p.GangsPerRackMax - p.GangsPerRackMin
+	return p
+}

@@ -57,3 +57,26 @@ func TestReadThroughputs(t *testing.T) {
 		t.Error("Read of a missing file: want an error")
 	}
 }
+
+func TestPlacementOf(t *testing.T) {
+	racks := []string{"r0", "r1", "r2"}
+	for _, tc := range []struct {
+		name string
+		pods []BoundPod
+		want Placement
+	}{
+		{"spread evenly, one rack each", []BoundPod{{"g0", "r0"}, {"g0", "r0"}, {"g1", "r1"}, {"g2", "r2"}, {"g3", "r0"}},
+			Placement{Gangs: 4, GangsInOneRack: 4, Racks: 3, RacksUsed: 3, GangsPerRackMin: 1, GangsPerRackMax: 2, Skew: 1}},
+		{"packed: an empty rack counts 0", []BoundPod{{"g0", "r0"}, {"g1", "r0"}, {"g2", "r0"}},
+			Placement{Gangs: 3, GangsInOneRack: 3, Racks: 3, RacksUsed: 1, GangsPerRackMin: 0, GangsPerRackMax: 3, Skew: 3}},
+		{"a gang across racks counts in each", []BoundPod{{"g0", "r0"}, {"g0", "r1"}, {"g1", "r2"}},
+			Placement{Gangs: 2, GangsInOneRack: 1, Racks: 3, RacksUsed: 3, GangsPerRackMin: 1, GangsPerRackMax: 1, Skew: 0}},
+		{"nothing bound", nil, Placement{Racks: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PlacementOf("", racks, tc.pods); got != tc.want {
+				t.Errorf("PlacementOf = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
