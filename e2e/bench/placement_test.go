@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/ai-dynamo/grove/e2e/bench/internal/perfdata"
@@ -28,6 +30,7 @@ func reportPlacement(tCtx ktesting.TContext) error {
 	if len(parts) < 2 || !strings.HasPrefix(parts[1], "Gang") {
 		return nil
 	}
+	plansAtStart := memberPlans(tCtx)
 	tCtx.TB().Cleanup(func() {
 		nodes, err := tCtx.Client().CoreV1().Nodes().List(tCtx, metav1.ListOptions{})
 		if err != nil {
@@ -56,6 +59,10 @@ func reportPlacement(tCtx ktesting.TContext) error {
 			all = append(all, r)
 		}
 		r := perfdata.PlacementOf(tCtx.Name(), all, bound)
+		plans := memberPlans(tCtx)
+		r.PlansHandedOut = plans["handed_out"] - plansAtStart["handed_out"]
+		r.PlansStale = plans["stale"] - plansAtStart["stale"]
+		r.PlansRefused = plans["refused"] - plansAtStart["refused"]
 		data, err := json.MarshalIndent(r, "", "  ")
 		if err == nil {
 			name := "placement_" + strings.NewReplacer("/", "_").Replace(tCtx.Name()) + "_" + time.Now().UTC().Format("20060102T150405") + ".json"
@@ -64,8 +71,20 @@ func reportPlacement(tCtx ktesting.TContext) error {
 		if err != nil {
 			tCtx.Errorf("placement report: %v", err)
 		}
-		tCtx.Logf("%s: %d gangs, %d in one rack, %d of %d racks used, %d-%d gangs per rack (skew %d)", tCtx.Name(),
-			r.Gangs, r.GangsInOneRack, r.RacksUsed, r.Racks, r.GangsPerRackMin, r.GangsPerRackMax, r.Skew)
+		tCtx.Logf("%s: %d gangs, %d in one rack, %d of %d racks used, %d-%d gangs per rack (skew %d); planned nodes %.0f handed out, %.0f stale, %.0f refused",
+			tCtx.Name(), r.Gangs, r.GangsInOneRack, r.RacksUsed, r.Racks, r.GangsPerRackMin, r.GangsPerRackMax, r.Skew,
+			r.PlansHandedOut, r.PlansStale, r.PlansRefused)
 	})
 	return nil
+}
+
+// memberPlans reads grove_scheduler_member_plans_total by outcome: how many gang members were
+// handed the node their gang's plan named (and so filtered one node and skipped scoring).
+func memberPlans(tCtx ktesting.TContext) map[string]float64 {
+	counters, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "grove_scheduler_member_plans_total",
+		map[string]string{}, "outcome")
+	if err != nil {
+		tCtx.Logf("grove_scheduler_member_plans_total: %v", err)
+	}
+	return counters
 }

@@ -105,6 +105,12 @@ type Placement struct {
 	GangsPerRackMin int `json:"gangsPerRackMin"`
 	GangsPerRackMax int `json:"gangsPerRackMax"`
 	Skew            int `json:"skew"`
+	// PlansHandedOut, PlansStale and PlansRefused count the members whose gang's plan named a
+	// node for them during the workload (grove_scheduler_member_plans_total by outcome): handed
+	// out, the member filtered that one node and skipped scoring.
+	PlansHandedOut float64 `json:"plansHandedOut"`
+	PlansStale     float64 `json:"plansStale"`
+	PlansRefused   float64 `json:"plansRefused"`
 }
 
 // BoundPod is one bound member of a gang: its gang and its node's rack.
