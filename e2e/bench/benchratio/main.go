@@ -260,7 +260,7 @@ func printPlacement(dirs map[string]bool) map[string][]float64 {
 	sort.Slice(paths, func(i, j int) bool { return stamp(paths[i]) < stamp(paths[j]) })
 	skews := map[string][]float64{}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "gang placement (workload)\tgangs\tin one rack\tracks used\tgangs per rack (min-max)\tskew\t")
+	fmt.Fprintln(w, "gang placement (workload)\tgangs\tin one rack\tracks used\tgangs per rack (min-max)\tskew\tmembers planned (handed out/stale/refused)\t")
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -272,8 +272,8 @@ func printPlacement(dirs map[string]bool) map[string][]float64 {
 		}
 		name := strings.TrimPrefix(p.Name, "BenchmarkPerfScheduling/")
 		skews[name] = append(skews[name], float64(p.Skew))
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d of %d\t%d-%d\t%d\t\n", name, p.Gangs, p.GangsInOneRack, p.RacksUsed, p.Racks,
-			p.GangsPerRackMin, p.GangsPerRackMax, p.Skew)
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d of %d\t%d-%d\t%d\t%.0f/%.0f/%.0f\t\n", name, p.Gangs, p.GangsInOneRack, p.RacksUsed, p.Racks,
+			p.GangsPerRackMin, p.GangsPerRackMax, p.Skew, p.PlansHandedOut, p.PlansStale, p.PlansRefused)
 	}
 	if err := w.Flush(); err != nil {
 		fail(err)
