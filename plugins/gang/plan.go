@@ -74,18 +74,22 @@ func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	// are compared with it as it was before.
 	unassumed := *pod
 	unassumed.Spec.NodeName = ""
-	sig := p.runner.SignPod(ctx, &unassumed)
+	indexUnselected := p.podIndexUnselected()
+	sig := p.runner.SignPod(ctx, withoutIndex(&unassumed, indexUnselected))
 	if sig == nil {
 		// Signatures are off for the profile: nothing tells which members are alike.
 		return
 	}
-	sameIndex := p.podIndexUnselected()
 	var members []*v1.Pod
 	for _, m := range p.gangs.Pending(key) {
 		if m.UID == pod.UID || m.Labels[common.LabelPodClique] != group || m.Status.NominatedNodeName != "" {
 			continue
 		}
-		if bytes.Equal(p.runner.SignPod(ctx, asIndexOf(m, pod, sameIndex)), sig) {
+		// Each member is signed once per attempt: when the members are not alike, every later
+		// member's Reserve comes here again, and signing them all each time made a gang of n
+		// cost n²/2 signatures.
+		msig := p.plans.Signature(key, epoch, m.UID, func() []byte { return p.runner.SignPod(ctx, withoutIndex(m, indexUnselected)) })
+		if bytes.Equal(msig, sig) {
 			members = append(members, m)
 		}
 	}
@@ -126,18 +130,19 @@ func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	klog.FromContext(ctx).V(4).Info("Planned a gang's members", "podGang", key, "podGroup", group, "members", len(members), "planned", len(planned))
 }
 
-// asIndexOf returns m as signed for comparison with pod: with pod's pod-index label when
-// sameIndex. The index is the one label that differs between the pods of a PodClique, and the
-// signature of InterPodAffinity includes every label (an existing pod's affinity terms could
-// select on any), so without this no two pods the operator created would ever be alike.
-func asIndexOf(m, pod *v1.Pod, sameIndex bool) *v1.Pod {
-	index, ok := pod.Labels[common.LabelPodCliquePodIndex]
-	if !sameIndex || !ok || m.Labels[common.LabelPodCliquePodIndex] == index {
-		return m
+// withoutIndex returns pod as signed for comparison with the gang's other members: without its
+// pod-index label when indexUnselected. The index is the one label that differs between the
+// pods of a PodClique, and the signature of InterPodAffinity includes every label (an existing
+// pod's affinity terms could select on any), so without this no two pods the operator created
+// would ever be alike. Every member drops it alike, so a member's signature does not depend on
+// which member it is compared with and is computed once per attempt.
+func withoutIndex(pod *v1.Pod, indexUnselected bool) *v1.Pod {
+	if _, ok := pod.Labels[common.LabelPodCliquePodIndex]; !indexUnselected || !ok {
+		return pod
 	}
-	c := *m
-	c.Labels = maps.Clone(m.Labels)
-	c.Labels[common.LabelPodCliquePodIndex] = index
+	c := *pod
+	c.Labels = maps.Clone(pod.Labels)
+	delete(c.Labels, common.LabelPodCliquePodIndex)
 	return &c
 }
 

@@ -244,3 +244,35 @@ func TestAffinitySelects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, affinitySelects(tc.a, key)) })
 	}
 }
+
+// Members that are not alike (each signs differently) are planned for nobody; each member's
+// Reserve looks at the pending ones again, and each is signed once per attempt, not once per
+// Reserve: a gang of n used to cost n²/2 signatures.
+func TestUnlikeMembersAreSignedOncePerAttempt(t *testing.T) {
+	p, _ := testPlugin(t)
+	f := &eachUnlike{planFramework: planFramework{snapshot: cache.NewSnapshot(nil, []*v1.Node{planNode("a", "64")})}}
+	p.runner = f
+	const n = 8
+	pods := record(p, flowGang(p, "u", n, n)...)
+	all, _ := f.snapshot.NodeInfos().List()
+	for _, pod := range pods {
+		s, _ := cycle()
+		_, st := p.PreFilter(t.Context(), s, pod, all)
+		require.True(t, st.IsSuccess(), "%v", st)
+		require.Nil(t, p.Reserve(t.Context(), s, assumed(pod, "a"), "a"))
+	}
+	assert.Empty(t, f.filtered, "nobody alike: nothing planned")
+	// Each Reserve signs its own pod; each other member is signed the first time it is looked at.
+	assert.LessOrEqual(t, f.signs, 2*n, "signatures for a gang of %d", n)
+}
+
+// eachUnlike signs every pod differently.
+type eachUnlike struct {
+	planFramework
+	signs int
+}
+
+func (f *eachUnlike) SignPod(_ context.Context, pod *v1.Pod) fwk.PodSignature {
+	f.signs++
+	return fwk.PodSignature(pod.Name)
+}

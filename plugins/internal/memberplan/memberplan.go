@@ -92,7 +92,14 @@ type Plan struct {
 	// Epoch is the gang attempt (ledger.Verdict.Epoch) the plan was made for.
 	Epoch uint64
 	nodes map[types.UID]planned
+	// signatures are the scheduling signatures of the attempt's members computed so far: a
+	// member whose Reserve finds the others unlike it must not sign them all again at the next
+	// member's (signing is most of the cost of planning).
+	signatures map[types.UID][]byte
 }
+
+// empty reports whether the plan holds nothing worth keeping.
+func (p *Plan) empty() bool { return len(p.nodes) == 0 && len(p.signatures) == 0 }
 
 type planned struct{ node, group string }
 
@@ -111,17 +118,49 @@ func (s *Store) Add(key string, epoch uint64, group string, nodes map[types.UID]
 	if s.plans == nil {
 		s.plans = map[string]*Plan{}
 	}
-	p := s.plans[key]
-	if p == nil || p.Epoch != epoch {
-		p = &Plan{Epoch: epoch, nodes: make(map[types.UID]planned, len(nodes))}
-		s.plans[key] = p
-	}
+	p := s.attempt(key, epoch)
 	for uid, node := range nodes {
 		p.nodes[uid] = planned{node: node, group: group}
 	}
-	if len(p.nodes) == 0 {
+	if p.empty() {
 		delete(s.plans, key)
 	}
+}
+
+// attempt returns gang key's plan for attempt epoch, replacing one of an older attempt. The
+// caller holds s.mu.
+func (s *Store) attempt(key string, epoch uint64) *Plan {
+	if s.plans == nil {
+		s.plans = map[string]*Plan{}
+	}
+	p := s.plans[key]
+	if p == nil || p.Epoch != epoch {
+		p = &Plan{Epoch: epoch, nodes: map[types.UID]planned{}}
+		s.plans[key] = p
+	}
+	return p
+}
+
+// Signature returns member uid's scheduling signature as sign computes it, computed once per
+// gang attempt: later calls in the same attempt return the remembered one.
+func (s *Store) Signature(key string, epoch uint64, uid types.UID, sign func() []byte) []byte {
+	s.mu.Lock()
+	if p := s.plans[key]; p != nil && p.Epoch == epoch {
+		if sig, ok := p.signatures[uid]; ok {
+			s.mu.Unlock()
+			return sig
+		}
+	}
+	s.mu.Unlock()
+	sig := sign()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.attempt(key, epoch)
+	if p.signatures == nil {
+		p.signatures = map[types.UID][]byte{}
+	}
+	p.signatures[uid] = sig
+	return sig
 }
 
 // Node returns member uid's planned node in gang key's attempt epoch. A member is handed its
@@ -135,7 +174,7 @@ func (s *Store) Node(key string, epoch uint64, uid types.UID) (string, bool) {
 	}
 	pl, ok := p.nodes[uid]
 	delete(p.nodes, uid)
-	if len(p.nodes) == 0 {
+	if p.empty() {
 		delete(s.plans, key)
 	}
 	return pl.node, ok

@@ -137,3 +137,22 @@ func TestStore(t *testing.T) {
 	s.Node("ns/h", 1, "x")
 	assert.Equal(t, 0, s.Len(), "a plan whose every member was handed its node is dropped")
 }
+
+func TestStoreSignsEachMemberOncePerAttempt(t *testing.T) {
+	var s Store
+	signs := 0
+	sign := func(sig string) func() []byte {
+		return func() []byte { signs++; return []byte(sig) }
+	}
+	assert.Equal(t, []byte("a1"), s.Signature("ns/g", 1, "a", sign("a1")))
+	assert.Equal(t, []byte("a1"), s.Signature("ns/g", 1, "a", sign("changed")), "the attempt remembers it")
+	assert.Equal(t, 1, signs)
+	assert.Equal(t, []byte("a2"), s.Signature("ns/g", 2, "a", sign("a2")), "a new attempt signs again")
+	assert.Equal(t, 2, signs)
+
+	s.Add("ns/g", 2, "w", map[types.UID]string{"b": "n1"})
+	s.Node("ns/g", 2, "b")
+	assert.Equal(t, 1, s.Len(), "remembered signatures keep the attempt's record after its last planned node")
+	s.Forget("ns/g")
+	assert.Equal(t, 0, s.Len())
+}
