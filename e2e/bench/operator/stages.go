@@ -42,10 +42,9 @@ type RolloutStages struct {
 
 // stageTracker accumulates the stages of each PodGang across polls.
 type stageTracker struct {
-	size   map[string]int       // old pods per PodGang when the rollout started
-	oldOf  map[types.UID]string // old pod → PodGang
-	reach  map[string]map[string]time.Duration
-	listed map[string]bool // fresh pods a PodGang lists, refreshed each poll
+	size  map[string]int       // old pods per PodGang when the rollout started
+	oldOf map[types.UID]string // old pod → PodGang
+	reach map[string]map[string]time.Duration
 }
 
 func newStageTracker() *stageTracker {
