@@ -316,6 +316,8 @@ type Result struct {
 	PlacementScoredGangs int `json:"placementScoredGangs,omitempty"`
 	// Timeline is the tracker's progress counts once a second (pods fresh, ungated, bound, ...).
 	Timeline []string `json:"timeline,omitempty"`
+	// Stages is a rollout's time per PodGang, step by step (stages.go).
+	Stages *RolloutStages `json:"stages,omitempty"`
 	// Recovery is a node-failure round's per-replica figures; its milestones run from the
 	// nodes' Ready transition to the last affected replica's.
 	Recovery *Recovery `json:"recovery,omitempty"`

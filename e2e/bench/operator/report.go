@@ -258,6 +258,7 @@ func (rep *Report) markdown(w io.Writer) error {
 		for _, row := range rows {
 			p("| %s |\n", strings.Join(row, " | "))
 		}
+		stagesTable(p, rep.Results)
 	}
 	if rows := rep.recoveryRows(); len(rows) > 0 {
 		rec := rep.Results[slices.IndexFunc(rep.Results, func(r *Result) bool { return r.Recovery != nil })].Recovery

@@ -115,9 +115,13 @@ func (b *bench) rollDisagg(ctx context.Context, ns, name string, pods int, budge
 		label = fmt.Sprintf("%s at maxUnavailable %s", rolloutPrefix, budget.String())
 	}
 	gen := &atomic.Int64{}
-	err = b.measure(ctx, label, "grove", pods, growMilestones, expectation{ns: ns, want: pods, old: old, grove: true, generation: gen},
+	stages := newStageTracker()
+	err = b.measure(ctx, label, "grove", pods, growMilestones, expectation{ns: ns, want: pods, old: old, grove: true, generation: gen, stages: stages},
 		2*groveTimeout, func(ctx context.Context) error { return b.updateTemplate(ctx, ns, name, revision, gen) })
 	r := b.results[len(b.results)-1]
+	if r.Stages = stages.result(); r.Stages != nil {
+		fmt.Printf("   %s\n", r.Stages)
+	}
 	r.PlacementScoreBefore, r.PlacementScoreMinBefore = before, minBefore
 	if after, minAfter, n, serr := b.placementScore(ctx, ns); serr == nil {
 		r.PlacementScoreAfter, r.PlacementScoreMinAfter, r.PlacementScoredGangs = after, minAfter, n

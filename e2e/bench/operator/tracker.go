@@ -50,10 +50,12 @@ type expectation struct {
 	// generation, when set, is the PodCliqueSet generation of the change once it is made
 	// (0 before): PCS available needs the cache to have seen it.
 	generation *atomic.Int64
+	// stages, when set, follows each PodGang through a rollout (grove only).
+	stages *stageTracker
 }
 
 // observe reads the cache (no API requests) and returns the milestones reached now.
-func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bool, string, error) {
+func observe(ctx context.Context, c client.Reader, e expectation, now time.Duration) (map[string]bool, string, error) {
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(e.ns), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, "", err
@@ -105,6 +107,7 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 		return nil, "", err
 	}
 	initialized, listed := 0, 0
+	listedNames := map[string]bool{}
 	for i := range gangs.Items {
 		g := &gangs.Items[i]
 		if g.DeletionTimestamp == nil && meta.IsStatusConditionTrue(g.Status.Conditions, schedv1alpha1.PodGangConditionInitialized) {
@@ -114,12 +117,16 @@ func observe(ctx context.Context, c client.Reader, e expectation) (map[string]bo
 			for _, ref := range grp.PodReferences {
 				if freshNames[ref.Name] {
 					listed++
+					listedNames[ref.Name] = true
 				}
 				if waiting[ref.Name] {
 					ungated++
 				}
 			}
 		}
+	}
+	if e.stages != nil {
+		e.stages.observe(now, e.old, pods.Items, listedNames)
 	}
 	reached[MUngated] = !e.shrink && fresh >= e.want && ungated >= e.want
 	progress := fmt.Sprintf("pods=%d fresh=%d released=%d bound=%d ready=%d", len(pods.Items), fresh, ungated, bound, ready)
@@ -159,11 +166,11 @@ func track(ctx context.Context, c client.Reader, e expectation, milestones []str
 	defer tick.Stop()
 	last := ""
 	for {
-		reached, progress, err := observe(ctx, c, e)
+		now := time.Since(start)
+		reached, progress, err := observe(ctx, c, e, now)
 		if err != nil {
 			return got, err
 		}
-		now := time.Since(start)
 		if timeline != nil && now >= nextSample {
 			*timeline = append(*timeline, fmt.Sprintf("%5.1fs %s", now.Seconds(), progress))
 			nextSample += time.Second

@@ -8,11 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
@@ -235,4 +238,93 @@ func TestUpdateStartWritesGangReadinessTogether(t *testing.T) {
 	counter.mu.Lock()
 	defer counter.mu.Unlock()
 	assert.GreaterOrEqual(t, counter.maxInFlight, 2, "PodGang Ready writes in flight at once")
+}
+
+// readinessWriteCounter wraps the PodCliqueSet controller's client and counts the PodGang
+// readiness applies that change nothing but the Ready condition's observedGeneration, compared
+// with the PodGang as the apiserver has it when the apply goes out.
+type readinessWriteCounter struct {
+	client.Client
+	direct client.Client
+
+	mu             sync.Mutex
+	counting       bool
+	all            int
+	generationOnly map[string]int
+}
+
+func (g *readinessWriteCounter) Status() client.SubResourceWriter { return g.SubResource("status") }
+
+func (g *readinessWriteCounter) SubResource(sub string) client.SubResourceClient {
+	if sub != "status" {
+		return g.Client.SubResource(sub)
+	}
+	return &readinessApplies{SubResourceClient: g.Client.SubResource(sub), g: g}
+}
+
+type readinessApplies struct {
+	client.SubResourceClient
+	g *readinessWriteCounter
+}
+
+func (s *readinessApplies) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	g := s.g
+	g.mu.Lock()
+	counting := g.counting
+	g.mu.Unlock()
+	if ac, ok := obj.(*schedulerac.PodGangApplyConfiguration); counting && ok && ac.Status != nil && len(ac.Status.Conditions) == 1 &&
+		ptr.Deref(ac.Status.Conditions[0].Type, "") == schedv1alpha1.PodGangConditionReady {
+		stored := &schedv1alpha1.PodGang{}
+		if err := g.direct.Get(ctx, client.ObjectKey{Namespace: *ac.Namespace, Name: *ac.Name}, stored); err == nil {
+			want, c := ac.Status.Conditions[0], meta.FindStatusCondition(stored.Status.Conditions, schedv1alpha1.PodGangConditionReady)
+			sameTime := func(a, b *metav1.Time) bool {
+				return (a == nil) == (b == nil) && (a == nil || a.Truncate(time.Second).Equal(b.Truncate(time.Second)))
+			}
+			g.mu.Lock()
+			g.all++
+			// A repeat of what is stored (a pass on a cache behind its own last write) is not
+			// what this counts: only a write whose sole change is observedGeneration.
+			if c != nil && c.ObservedGeneration != ptr.Deref(want.ObservedGeneration, 0) &&
+				c.Status == *want.Status && c.Reason == *want.Reason && c.Message == *want.Message &&
+				sameTime(stored.Status.LastScheduled, ac.Status.LastScheduled) && sameTime(stored.Status.LastReady, ac.Status.LastReady) {
+				g.generationOnly[stored.Name]++
+			}
+			g.mu.Unlock()
+		}
+	}
+	return s.SubResourceClient.Apply(ctx, obj, opts...)
+}
+
+// TestReplacedGangReadinessNotRewrittenForGenerationAlone: an update patches the pod list of each
+// PodGang whose pods it replaces, while the gang is still down; its Ready condition (False,
+// InsufficientReadyPods) is right for the new generation too, and is not written again only to
+// advance observedGeneration: that comes with the next write the gang needs anyway, once its
+// replacements are placed.
+func TestReplacedGangReadinessNotRewrittenForGenerationAlone(t *testing.T) {
+	e := newNamespace(t)
+	counter := &readinessWriteCounter{direct: e.c, generationOnly: map[string]int{}}
+	e.writers = map[string]func(client.Client) client.Client{
+		podcliqueset.ControllerName: func(c client.Client) client.Client {
+			counter.Client = c
+			return counter
+		},
+	}
+	e.startOperator()
+	pcs := disaggregated(e.ns, "gen", 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4) // the base gang and 3 scaled ones
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("gen", 1, 4, 1))
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "gen", 1, 13)
+	counter.mu.Lock()
+	counter.counting = true
+	counter.mu.Unlock()
+
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.waitUpdated("gen", 1)
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	t.Logf("readiness applies: %d, of which only observedGeneration: %v", counter.all, counter.generationOnly)
+	assert.Positive(t, counter.all, "the replaced gangs' readiness is written")
+	assert.Empty(t, counter.generationOnly, "PodGang readiness applies that only advance observedGeneration")
 }

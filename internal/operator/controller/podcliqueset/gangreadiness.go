@@ -59,9 +59,18 @@ func (c *gangReadiness) Sync(ctx context.Context, st *state) error {
 		if common.IsTerminating(pg) {
 			continue
 		}
-		if want := observeGangReadiness(pg, members[pg.Name]); want.due(pg) {
-			writes = append(writes, write{pg, want})
+		want := observeGangReadiness(pg, members[pg.Name])
+		switch want.due(pg) {
+		case notDue:
+			continue
+		case generationOnly:
+			if wait := c.putOff(pg); wait > 0 {
+				st.requeueAfter(wait)
+				continue
+			}
 		}
+		c.r.generationSince.Delete(pg.UID)
+		writes = append(writes, write{pg, want})
 	}
 	if len(writes) == 0 {
 		return nil
@@ -84,18 +93,49 @@ type gangReadinessState struct {
 	lastScheduled, lastReady *metav1.Time
 }
 
+// readinessDue is whether, and why, a PodGang's readiness is written.
+type readinessDue int
+
+const (
+	notDue readinessDue = iota
+	// generationOnly: the stored condition is right but was computed for an older generation.
+	generationOnly
+	due
+)
+
 // due reports whether the PodGang's stored status differs from w. A gang never scheduled and
 // without a Ready condition yet is left alone: Ready=False would say nothing the missing
 // condition does not, and each gang would cost one more status write while it is placed (the
 // first write comes with lastScheduled).
-func (w gangReadinessState) due(pg *schedv1alpha1.PodGang) bool {
+func (w gangReadinessState) due(pg *schedv1alpha1.PodGang) readinessDue {
 	c := meta.FindStatusCondition(pg.Status.Conditions, schedv1alpha1.PodGangConditionReady)
-	if c == nil && w.lastScheduled == nil && w.ready.Status == metav1.ConditionFalse {
-		return false
+	switch {
+	case c == nil && w.lastScheduled == nil && w.ready.Status == metav1.ConditionFalse:
+		return notDue
+	case c == nil || c.Status != w.ready.Status || c.Reason != w.ready.Reason || c.Message != w.ready.Message ||
+		!equalTime(pg.Status.LastScheduled, w.lastScheduled) || !equalTime(pg.Status.LastReady, w.lastReady):
+		return due
+	case c.ObservedGeneration != pg.Generation:
+		return generationOnly
 	}
-	return c == nil || c.Status != w.ready.Status || c.Reason != w.ready.Reason || c.Message != w.ready.Message ||
-		c.ObservedGeneration != pg.Generation ||
-		!equalTime(pg.Status.LastScheduled, w.lastScheduled) || !equalTime(pg.Status.LastReady, w.lastReady)
+	return notDue
+}
+
+// generationGrace is how long a Ready condition that only needs its observedGeneration advanced
+// waits for a change that is written anyway. An update's pod-list patch of a replaced gang
+// changes its generation while the gang is still down (Ready False, its replacements not yet
+// placed): written at once, that was a status write of its own per gang replaced, followed
+// within a second by the one that comes with lastScheduled. A gang whose replacements are never
+// placed has its observedGeneration written when the grace runs out.
+const generationGrace = 10 * time.Second
+
+// putOff reports how much longer the PodGang's generation-only readiness write may wait, from
+// the first pass that put it off (generations that follow do not restart the grace); 0: write
+// it now.
+func (c *gangReadiness) putOff(pg *schedv1alpha1.PodGang) time.Duration {
+	now := c.r.now()
+	since, _ := c.r.generationSince.LoadOrStore(pg.UID, now)
+	return max(0, since.(time.Time).Add(generationGrace).Sub(now))
 }
 
 func equalTime(a, b *metav1.Time) bool {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
@@ -49,7 +50,7 @@ func TestGangReadinessIsWrittenOnlyWhenItSaysSomethingNew(t *testing.T) {
 	}
 	for _, s := range steps {
 		want := observeGangReadiness(pg, s.pods)
-		if !assert.Equal(t, s.write, want.due(pg), s.name) || !s.write {
+		if !assert.Equal(t, s.write, want.due(pg) == due, s.name) || !s.write {
 			continue
 		}
 		// What applyGangReadiness stores.
@@ -64,4 +65,25 @@ func TestGangReadinessIsWrittenOnlyWhenItSaysSomethingNew(t *testing.T) {
 	}
 	assert.NotNil(t, pg.Status.LastScheduled)
 	assert.NotNil(t, pg.Status.LastReady)
+}
+
+// TestGangReadinessGenerationOnlyIsPutOff: a new generation (an update's pod-list patch) while
+// the stored condition is still right is a generation-only write, put off for generationGrace
+// from the first pass that saw it, and written once the grace is over.
+func TestGangReadinessGenerationOnlyIsPutOff(t *testing.T) {
+	pg := &schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Name: "g", UID: "u", Generation: 2},
+		Spec: schedv1alpha1.PodGangSpec{PodGroups: []schedv1alpha1.PodGroup{{Name: "w", MinReplicas: 1}}}}
+	pg.Status.Conditions = []metav1.Condition{{Type: schedv1alpha1.PodGangConditionReady, Status: metav1.ConditionFalse,
+		Reason: apicommon.ReasonInsufficientReadyPods, Message: "PodGroups below minReplicas ready: w", ObservedGeneration: 1}}
+	want := observeGangReadiness(pg, nil)
+	assert.Equal(t, generationOnly, want.due(pg))
+
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC))
+	c := &gangReadiness{r: &Reconciler{clock: clk}}
+	assert.Equal(t, generationGrace, c.putOff(pg), "first sighting: the whole grace")
+	clk.Step(4 * time.Second)
+	pg.Generation = 3
+	assert.Equal(t, generationGrace-4*time.Second, c.putOff(pg), "a newer generation does not restart the grace")
+	clk.Step(generationGrace)
+	assert.Zero(t, c.putOff(pg), "grace over: written")
 }

@@ -69,6 +69,9 @@ type Reconciler struct {
 	// replacingSince remembers when the gang writer first held back the pod-list patch of a
 	// PodGang whose pods an update replaces (replacementPending), to bound the wait.
 	replacingSince sync.Map // types.UID -> time.Time
+	// generationSince remembers when the readiness writer first put off a PodGang's Ready
+	// write that would only have advanced observedGeneration (gangreadiness.go).
+	generationSince sync.Map // types.UID -> time.Time
 	// nodeFailureMemo keeps the status.nodeFailures each PodCliqueSet's last reconcile computed
 	// (nodefailure.go).
 	nodeFailureMemo sync.Map // types.UID -> []corev1alpha1.ReplicaNodeFailureStatus
@@ -325,6 +328,7 @@ func (r *Reconciler) statusClient() client.Client { return cmp.Or(r.StatusClient
 func (r *Reconciler) forgetPodGang(pg client.Object) {
 	r.syncedPodGangs.Delete(pg.GetUID())
 	r.replacingSince.Delete(pg.GetUID())
+	r.generationSince.Delete(pg.GetUID())
 }
 
 // initWrites makes the records of writes and routes each client's writes through its own;
