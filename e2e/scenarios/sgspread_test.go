@@ -21,10 +21,10 @@ import (
 )
 
 // decodeSpread is a PodCliqueSet of one replica: a standalone clique "fe" (one 1-CPU pod) and
-// scaling group "decode" (4 replicas, minAvailable 2) of clique "worker" (two 1-CPU pods),
+// scaling group "decode" (replicas, minAvailable 2) of clique "worker" (two 1-CPU pods),
 // each decode replica packed into one rack, the decode replicas spread over racks.
-func decodeSpread(ns, name string, action corev1alpha1.SpreadAction) *corev1alpha1.PodCliqueSet {
-	p := withGroup(pcs(ns, name, 1, clique("fe", 1, "1"), clique("worker", 2, "1")), "decode", 4, 2, "worker")
+func decodeSpread(ns, name string, replicas int32, action corev1alpha1.SpreadAction) *corev1alpha1.PodCliqueSet {
+	p := withGroup(pcs(ns, name, 1, clique("fe", 1, "1"), clique("worker", 2, "1")), "decode", replicas, 2, "worker")
 	p.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric"}
 	p.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = &corev1alpha1.TopologyConstraint{
 		Pack:                     &corev1alpha1.TopologyPackConstraint{Required: "rack"},
@@ -69,7 +69,7 @@ func contains(list []string, x string) bool {
 func TestRequiredScalingGroupReplicaSpread(t *testing.T) {
 	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
 	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, decodeSpread(ns, "sg", corev1alpha1.SpreadDoNotSchedule)))
+	require.NoError(t, env.Client.Create(ctx, decodeSpread(ns, "sg", 4, corev1alpha1.SpreadDoNotSchedule)))
 	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "sg")) == 9 }, 2*time.Minute, 500*time.Millisecond,
 		describe(env, ns, "sg", "sg-0"))
 
@@ -106,14 +106,14 @@ func TestRequiredScalingGroupReplicaSpread(t *testing.T) {
 	w.assertNoPartialGang()
 }
 
-// Preferred scaling-group replica spread with racks short: 3 racks of 2 two-CPU hosts, 4
-// decode replicas. Packing alone would put two in each of two racks; the spread puts one in
-// every rack first and shares one rack only for the fourth.
+// Preferred scaling-group replica spread with racks short: 4 racks of 2 two-CPU hosts, 6
+// decode replicas. Packing alone would fill three racks with two each and leave the fourth to
+// fe; the spread puts one in every rack first and then shares: 2, 2, 1, 1.
 func TestPreferredScalingGroupReplicaSpreadShares(t *testing.T) {
-	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 1, RacksPerBlock: 3, HostsPerRack: 2})
+	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
 	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, decodeSpread(ns, "soft", corev1alpha1.SpreadScheduleAnyway)))
-	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "soft")) == 9 }, 2*time.Minute, 500*time.Millisecond,
+	require.NoError(t, env.Client.Create(ctx, decodeSpread(ns, "soft", 6, corev1alpha1.SpreadScheduleAnyway)))
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "soft")) == 13 }, 2*time.Minute, 500*time.Millisecond,
 		describe(env, ns, "soft", "soft-0"))
 	racks, _ := decodeRacks(t, env, ns, "soft")
 	perRack := map[string]int{}
@@ -126,6 +126,6 @@ func TestPreferredScalingGroupReplicaSpreadShares(t *testing.T) {
 		counts = append(counts, n)
 	}
 	sort.Ints(counts)
-	assert.Equal(t, []int{1, 1, 2}, counts, "decode replicas per rack: %v", perRack)
+	assert.Equal(t, []int{1, 1, 2, 2}, counts, "decode replicas per rack: %v", perRack)
 	w.assertNoPartialGang()
 }
