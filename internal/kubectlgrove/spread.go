@@ -22,6 +22,9 @@ type spreadGroup struct {
 	required         bool
 	// members maps each replica (its base PodGang) to its PodGangs.
 	members map[string]sets.Set[string]
+	// scopes maps a member's PodGang to the PodGroups that form the member in it (a
+	// scaling-group replica inside a base PodGang); absent: the whole PodGang.
+	scopes map[string]map[string][]string
 }
 
 // renderSpread writes, for every replica spread over a level of ct, which replica runs in which
@@ -42,13 +45,19 @@ func renderSpread(w io.Writer, ct *corev1alpha1.ClusterTopology, nodes []corev1.
 			g := groups[id]
 			if g == nil {
 				g = &spreadGroup{namespace: pg.Namespace, group: rs.Group, level: level, key: rs.TopologyKey, required: rs.Required,
-					members: map[string]sets.Set[string]{}}
+					members: map[string]sets.Set[string]{}, scopes: map[string]map[string][]string{}}
 				groups[id] = g
 			}
 			if g.members[rs.Member] == nil {
 				g.members[rs.Member] = sets.New[string]()
 			}
 			g.members[rs.Member].Insert(pg.Name)
+			if len(rs.PodGroupNames) > 0 {
+				if g.scopes[rs.Member] == nil {
+					g.scopes[rs.Member] = map[string][]string{}
+				}
+				g.scopes[rs.Member][pg.Name] = rs.PodGroupNames
+			}
 			memberOf[pg.Namespace+"/"+pg.Name] = append(memberOf[pg.Namespace+"/"+pg.Name], g)
 		}
 	}
@@ -71,13 +80,16 @@ func renderSpread(w io.Writer, ct *corev1alpha1.ClusterTopology, nodes []corev1.
 		gk := p.Namespace + "/" + gang
 		for _, g := range memberOf[gk] {
 			if v, ok := labels[g.key]; ok {
-				if gangDomains[gk] == nil {
-					gangDomains[gk] = map[string]sets.Set[string]{}
+				// Per PodGang and per PodGang/PodGroup (the PodClique), for scoped members.
+				for _, k := range []string{gk, gk + "/" + p.Labels[common.LabelPodClique]} {
+					if gangDomains[k] == nil {
+						gangDomains[k] = map[string]sets.Set[string]{}
+					}
+					if gangDomains[k][g.key] == nil {
+						gangDomains[k][g.key] = sets.New[string]()
+					}
+					gangDomains[k][g.key].Insert(v)
 				}
-				if gangDomains[gk][g.key] == nil {
-					gangDomains[gk][g.key] = sets.New[string]()
-				}
-				gangDomains[gk][g.key].Insert(v)
 			}
 		}
 	}
@@ -103,7 +115,14 @@ func (g *spreadGroup) line(nodes []corev1.Node, gangDomains map[string]map[strin
 	for member, gangs := range g.members {
 		used := sets.New[string]()
 		for gang := range gangs {
-			used = used.Union(gangDomains[g.namespace+"/"+gang][g.key])
+			scope, scoped := g.scopes[member][gang]
+			if !scoped {
+				used = used.Union(gangDomains[g.namespace+"/"+gang][g.key])
+				continue
+			}
+			for _, pg := range scope {
+				used = used.Union(gangDomains[g.namespace+"/"+gang+"/"+pg][g.key])
+			}
 		}
 		for v := range used {
 			byDomain[v] = append(byDomain[v], member)

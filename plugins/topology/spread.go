@@ -10,22 +10,22 @@ import (
 )
 
 // narrowBySpread applies the gang's replica spreads to the nodes a member may use (allowed; nil
-// means every node): the nodes of domains other replicas use are out for good under a required
+// means every node), spreads scoped to the member's PodGroup included: the nodes of domains other replicas use are out for good under a required
 // spread (Filter checks them too); under a preferred one the member is steered to the least
 // used domains the plan chose, as for a preferred domain — until a member misses them, after
 // which its gang searches every node again.
-func narrowBySpread(s *cycleState, plan *placement.Plan, allowed sets.Set[string], missed bool) sets.Set[string] {
+func narrowBySpread(s *cycleState, plan *placement.Plan, group string, allowed sets.Set[string], missed bool) sets.Set[string] {
 	intersect := func(a, b sets.Set[string]) sets.Set[string] {
 		if a == nil {
 			return b
 		}
 		return a.Intersection(b)
 	}
-	if req := plan.SpreadRequiredNodes(); req != nil {
+	if req := plan.SpreadRequiredNodesFor(group); req != nil {
 		s.spreadAllowed = req
 		allowed = intersect(allowed, req)
 	}
-	if pref := plan.SpreadNodes(); pref != nil && !missed {
+	if pref := plan.SpreadNodesFor(group); pref != nil && !missed {
 		if narrowed := intersect(allowed, pref); narrowed.Len() > 0 {
 			allowed, s.narrowed = narrowed, true
 		}

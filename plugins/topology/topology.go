@@ -142,7 +142,7 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		s.preferred = &c
 	}
 	allowed := plan.AllowedNodes(group)
-	allowed = narrowBySpread(s, plan, allowed, p.gangs.MissedPreference(key, s.uid))
+	allowed = narrowBySpread(s, plan, group, allowed, p.gangs.MissedPreference(key, s.uid))
 	allowed = narrowBySlice(s, plan, group, pod, allowed)
 	if preferred := plan.PreferredNodes(group); preferred != nil && !p.gangs.MissedPreference(key, s.uid) {
 		if allowed != nil {

@@ -2344,7 +2344,7 @@ func schema_pkg_api_core_v1alpha1_ReplicaSpreadConstraint(ref common.ReferenceCa
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ReplicaSpreadConstraint spreads the replicas of the constrained object over the domains of one level of the ClusterTopology, while each replica's own pack constraint still holds. On the PodCliqueSet-level topologyConstraint it spreads the PodCliqueSet's replicas.\n\nRequired (DoNotSchedule): no two replicas share a domain of the level; a replica that finds no domain of its own waits. Preferred (ScheduleAnyway): replicas go to the domains holding fewest replicas, keeping the difference between the fullest and the emptiest domain within maxSkew where they can, and share a domain when they must.",
+				Description: "ReplicaSpreadConstraint spreads the replicas of the constrained object over the domains of one level of the ClusterTopology, while each replica's own pack constraint still holds. On the PodCliqueSet-level topologyConstraint it spreads the PodCliqueSet's replicas; on a scaling group's it spreads that group's replicas within each PodCliqueSet replica (e.g. multi-node decode workers, each packed into one rack, in different racks).\n\nRequired (DoNotSchedule): no two replicas share a domain of the level; a replica that finds no domain of its own waits. Preferred (ScheduleAnyway): replicas go to the domains holding fewest replicas, keeping the difference between the fullest and the emptiest domain within maxSkew where they can, and share a domain when they must.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"domain": {
@@ -2771,7 +2771,7 @@ func schema_pkg_api_core_v1alpha1_TopologyConstraint(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint); PodCliqueSet level only. Immutable.",
+							Description: "ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint): on the PodCliqueSet level its replicas, on a scaling group the scaling group's replicas within each PodCliqueSet replica; not on a clique. Immutable.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -3370,6 +3370,25 @@ func schema_pkg_api_scheduler_v1alpha1_ReplicaSpreadConstraint(ref common.Refere
 							Description: "MaxSkew is, when not required, the largest difference in members between two values the scheduler keeps to while it can; 0 means 1.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"podGroupNames": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "PodGroupNames, when set, are the PodGroups of this PodGang that form the member: only their pods count for it and only they are kept apart from the other members. Empty means the whole PodGang. The operator sets it for the scaling-group replicas a base PodGang holds.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 				},

@@ -9,23 +9,34 @@ import (
 )
 
 // RefuseReplicaSpread is the answer of a backend whose scheduler cannot spread a PodCliqueSet's
-// replicas over domains (its gang objects have no anti-affinity between gangs): a required
+// or a scaling group's replicas over domains (its gang objects have no anti-affinity between gangs): a required
 // spread is rejected on its field, naming the scheduler; a preferred one is accepted with a
 // warning that it is ignored.
 func RefuseReplicaSpread(pcs *corev1alpha1.PodCliqueSet, scheduler string) ([]string, field.ErrorList) {
-	tc := pcs.Spec.Template.TopologyConstraint
+	tp := field.NewPath("spec", "template")
+	warnings, errs := refuseSpread(pcs.Spec.Template.TopologyConstraint, tp.Child("topologyConstraint", "replicaSpreadConstraints"),
+		"a PodCliqueSet's replicas", scheduler)
+	for i := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		g := &pcs.Spec.Template.PodCliqueScalingGroupConfigs[i]
+		w, e := refuseSpread(g.TopologyConstraint, tp.Child("podCliqueScalingGroups").Index(i).Child("topologyConstraint", "replicaSpreadConstraints"),
+			fmt.Sprintf("scaling group %q's replicas", g.Name), scheduler)
+		warnings, errs = append(warnings, w...), append(errs, e...)
+	}
+	return warnings, errs
+}
+
+func refuseSpread(tc *corev1alpha1.TopologyConstraint, p *field.Path, what, scheduler string) ([]string, field.ErrorList) {
 	if tc == nil {
 		return nil, nil
 	}
 	var warnings []string
 	var errs field.ErrorList
-	p := field.NewPath("spec", "template", "topologyConstraint", "replicaSpreadConstraints")
 	for i := range tc.ReplicaSpreadConstraints {
 		c := &tc.ReplicaSpreadConstraints[i]
 		if c.Required() {
 			errs = append(errs, field.Forbidden(p.Index(i).Child("whenUnsatisfiable"), fmt.Sprintf(
-				"%s cannot keep a PodCliqueSet's replicas in separate %s domains; use whenUnsatisfiable: ScheduleAnyway (ignored there) or grove-scheduler",
-				scheduler, c.Domain)))
+				"%s cannot keep %s in separate %s domains; use whenUnsatisfiable: ScheduleAnyway (ignored there) or grove-scheduler",
+				scheduler, what, c.Domain)))
 			continue
 		}
 		warnings = append(warnings, fmt.Sprintf("%s: %s does not spread replicas; the preferred spread over %s domains is ignored",

@@ -68,6 +68,8 @@ type Translated struct {
 	MissingDomains []corev1alpha1.TopologyDomain
 	// Spread is the PodCliqueSet's replica spread (spread.go).
 	Spread []SpreadKey
+	// ScalingGroupSpread is each scaling group's replica spread, by scaling-group name (spread.go).
+	ScalingGroupSpread map[string][]SpreadKey
 	// Slices by clique name (slice.go).
 	Slices map[string]SliceKey
 	// Roles are the PodCliqueSet's affinity and anti-affinity groups (affinity.go).
@@ -142,6 +144,15 @@ func Translate(t *corev1alpha1.PodCliqueSetTemplateSpec, levels []corev1alpha1.T
 		}
 	}
 	out.Spread = translateSpread(t.TopologyConstraint, keys, missing)
+	for i := range t.PodCliqueScalingGroupConfigs {
+		g := &t.PodCliqueScalingGroupConfigs[i]
+		if sp := translateSpread(g.TopologyConstraint, keys, missing); len(sp) > 0 {
+			if out.ScalingGroupSpread == nil {
+				out.ScalingGroupSpread = map[string][]SpreadKey{}
+			}
+			out.ScalingGroupSpread[g.Name] = sp
+		}
+	}
 	out.Slices = translateSlices(t, keys, missing)
 	out.Roles = translateRoles(t.TopologyConstraint, keys, missing)
 	for d := range missing {

@@ -7,7 +7,9 @@ import (
 // Spreads are the replica spreads of gang key (PodGang spec.replicaSpreadConstraints) with,
 // for each, the nodes that the other replicas of its spread group hold: the assumed or bound
 // members of every PodGang in its namespace that names the same group and key but another
-// member. A replica's own PodGangs (same member) are not counted. nil without spreads.
+// member. A replica's own PodGangs (same member) are not counted, nor the gang itself (its own
+// members of other scoped entries are kept apart by its anti-affinity groups). An entry with
+// podGroupNames counts only the nodes of those PodGroups. nil without spreads.
 func (c *Cache) Spreads(key string) []placement.Spread {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -20,7 +22,7 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 	// Per constraint, the members by replica: a replica's PodGangs merge into one member.
 	byMember := make([]map[string]*placement.SpreadMember, len(own))
 	for i, rs := range own {
-		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew}
+		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew, PodGroups: rs.PodGroupNames}
 		byMember[i] = map[string]*placement.SpreadMember{}
 	}
 	ns := e.podGang.Namespace
@@ -29,9 +31,11 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 			continue
 		}
 		var nodes []string
+		byGroup := map[string][]string{}
 		for _, m := range o.members {
 			if m.holdsNode() {
 				nodes = append(nodes, m.node)
+				byGroup[m.group] = append(byGroup[m.group], m.node)
 			}
 		}
 		if len(nodes) == 0 {
@@ -42,6 +46,18 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 				if ors.Group != rs.Group || ors.TopologyKey != rs.TopologyKey || ors.Member == rs.Member {
 					continue
 				}
+				held := nodes
+				if len(ors.PodGroupNames) > 0 {
+					// A scoped member is only its PodGroups' pods (a scaling-group replica
+					// inside a base PodGang).
+					held = nil
+					for _, g := range ors.PodGroupNames {
+						held = append(held, byGroup[g]...)
+					}
+					if len(held) == 0 {
+						continue
+					}
+				}
 				m := byMember[i][ors.Member]
 				if m == nil {
 					m = &placement.SpreadMember{Gang: o.podGang.Name}
@@ -50,7 +66,7 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 				if o.podGang.Name < m.Gang {
 					m.Gang = o.podGang.Name
 				}
-				m.Nodes = append(m.Nodes, nodes...)
+				m.Nodes = append(m.Nodes, held...)
 			}
 		}
 	}

@@ -50,6 +50,8 @@ type Input struct {
 	Spread []Spread
 	// Slices are the slicings of the gang's PodGroups, by PodGroup (slice.go).
 	Slices map[string]Slicing
+	// scopes are the node blocks of spreads scoped to some PodGroups (spread.go).
+	scopes []scope
 }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
@@ -75,6 +77,8 @@ type Plan struct {
 	preferredNodes map[string]sets.Set[string]
 	// spreadNodes, spreadRequired: SpreadNodes, SpreadRequiredNodes (spread.go).
 	spreadNodes, spreadRequired sets.Set[string]
+	// scopedRequired, scopedPreferred: the same per PodGroup, for spreads scoped to it.
+	scopedRequired, scopedPreferred map[string]sets.Set[string]
 	// slices are the domains of each sliced PodGroup's slices (slice.go).
 	slices map[string]map[int]SliceDomain
 }
@@ -391,6 +395,17 @@ func majority(votes map[string]map[string]int) map[string]string {
 // fit places set s and everything nested in it into w, choosing s's required domain first.
 // It returns how many pods it placed and, when they do not all fit, why.
 func (p *planner) fit(s *Set, w work, rec *record) (int64, *Unfit) {
+	if pos, ok := p.scopeNodes(s, w); ok {
+		// A spread scoped to exactly s's PodGroups keeps s out of the nodes it blocks.
+		sub := w.subset(pos, false)
+		placed, unfit := p.fitSet(s, sub, rec)
+		w.writeBack(pos, sub)
+		return placed, unfit
+	}
+	return p.fitSet(s, w, rec)
+}
+
+func (p *planner) fitSet(s *Set, w work, rec *record) (int64, *Unfit) {
 	if s.Required == "" {
 		if rec != nil && s.Preferred != "" {
 			p.choosePreferred(s, w, rec)

@@ -18,8 +18,18 @@ type Spread struct {
 	// the domains fewest replicas use, keeping within MaxSkew while it can.
 	Required bool
 	MaxSkew  int32
+	// PodGroups, when set, are the PodGroups of the gang the spread applies to (a scaling-group
+	// replica inside a base PodGang); empty means the whole gang.
+	PodGroups []string
 	// Others are the other replicas of the group that hold nodes.
 	Others []SpreadMember
+}
+
+// scope is a spread applied to some PodGroups only: the nodes it takes out for the set of the
+// gang's tree that holds exactly those PodGroups (and everything nested in it).
+type scope struct {
+	groups  []string
+	blocked []bool
 }
 
 // SpreadMember is another replica of a spread group: the nodes its PodGangs' members hold
@@ -62,23 +72,46 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 		labels[in.Nodes[i].Name] = in.Nodes[i].Labels
 	}
 	blocked := make([]bool, len(in.Nodes))
+	// Scoped spreads block nodes for their PodGroups only, one block per distinct scope.
+	scopeOf := map[string]int{}
+	var scopes []scope
+	scopeFor := func(s *Spread) int {
+		if len(s.PodGroups) == 0 {
+			return -1
+		}
+		k := strings.Join(sets.List(sets.New(s.PodGroups...)), "\x00")
+		if i, ok := scopeOf[k]; ok {
+			return i
+		}
+		scopes = append(scopes, scope{groups: s.PodGroups, blocked: make([]bool, len(in.Nodes))})
+		scopeOf[k] = len(scopes) - 1
+		return len(scopes) - 1
+	}
 	var required []requiredUse
+	gangRequired := false
 	type preferredUse struct {
 		s     *Spread
 		count map[string]int
 		min   int
 		max   int
+		scope int
 	}
 	var preferred []preferredUse
 	for i := range spreads {
 		s := &spreads[i]
 		count, by := s.use(labels)
+		sc := scopeFor(s)
 		if s.Required {
 			required = append(required, requiredUse{s: s, count: count, by: by})
-			markBlocked(in.Nodes, s.Key, count, blocked)
+			if sc >= 0 {
+				markBlocked(in.Nodes, s.Key, count, scopes[sc].blocked)
+			} else {
+				markBlocked(in.Nodes, s.Key, count, blocked)
+				gangRequired = true
+			}
 			continue
 		}
-		u := preferredUse{s: s, count: count, min: -1}
+		u := preferredUse{s: s, count: count, min: -1, scope: sc}
 		for n := range in.Nodes {
 			if v, ok := in.Nodes[n].Labels[s.Key]; ok {
 				c := count[v]
@@ -95,6 +128,13 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 		nodes := make([]Node, len(in.Nodes))
 		copy(nodes, in.Nodes)
 		out, restricted, all := make([]bool, len(nodes)), false, true
+		// The scopes' blocks for this tier: required ones plus the preferred tier's.
+		tierScopes := make([]scope, len(scopes))
+		scopeOut := make([][]bool, len(scopes))
+		for k := range scopes {
+			tierScopes[k] = scope{groups: scopes[k].groups, blocked: append([]bool(nil), scopes[k].blocked...)}
+			scopeOut[k] = make([]bool, len(nodes))
+		}
 		for n := range nodes {
 			for _, u := range preferred {
 				limit := u.min + int(max(u.s.MaxSkew, 1)) - 1 + tier
@@ -102,7 +142,11 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 					all = false
 				}
 				if v, ok := nodes[n].Labels[u.s.Key]; ok && u.count[v] > limit {
-					out[n], restricted = true, true
+					if u.scope >= 0 {
+						tierScopes[u.scope].blocked[n], scopeOut[u.scope][n] = true, true
+					} else {
+						out[n], restricted = true, true
+					}
 				}
 			}
 			if out[n] || blocked[n] {
@@ -111,9 +155,11 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 		}
 		trial := in
 		trial.Nodes = nodes
+		trial.scopes = tierScopes
 		plan, unfit := Choose(trial)
 		if unfit == nil {
-			if len(required) > 0 {
+			plan.recordScopes(nodes, scopes, scopeOut)
+			if gangRequired {
 				plan.spreadRequired = sets.New[string]()
 				for n := range nodes {
 					if !blocked[n] {
@@ -138,7 +184,7 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 	}
 	if len(required) > 0 {
 		// Would the gang fit were it not for the other replicas? Then the spread is why it waits.
-		if _, unfit := Choose(in); unfit == nil {
+		if _, unfit := Choose(in); unfit == nil && lastUnfit != nil {
 			return nil, spreadUnfit(required, lastUnfit)
 		}
 	}
@@ -172,9 +218,12 @@ func spreadUnfit(required []requiredUse, inner *Unfit) *Unfit {
 			}
 			used = append(used, fmt.Sprintf("%q (PodGang %s)", v, r.by[v]))
 		}
-		noun := DomainNoun(r.s.Key)
-		parts = append(parts, fmt.Sprintf("no %s (%s) that holds it is free of the other replicas of its PodCliqueSet; in use: %s",
-			noun, r.s.Key, strings.Join(used, ", ")))
+		noun, of := DomainNoun(r.s.Key), "its PodCliqueSet"
+		if len(r.s.PodGroups) > 0 {
+			of = fmt.Sprintf("its scaling group (PodGroups %s)", strings.Join(r.s.PodGroups, ", "))
+		}
+		parts = append(parts, fmt.Sprintf("no %s (%s) that holds it is free of the other replicas of %s; in use: %s",
+			noun, r.s.Key, of, strings.Join(used, ", ")))
 	}
 	u.Key, u.spreadWhy = required[0].s.Key, strings.Join(parts, "; ")
 	return u
@@ -188,6 +237,98 @@ func (p *Plan) SpreadNodes() sets.Set[string] { return p.spreadNodes }
 // SpreadRequiredNodes are the nodes outside every domain another replica uses, under the
 // gang's required spreads; nil without a required spread.
 func (p *Plan) SpreadRequiredNodes() sets.Set[string] { return p.spreadRequired }
+
+// SpreadRequiredNodesFor is SpreadRequiredNodes for one PodGroup: the gang-wide nodes further
+// narrowed by the required spreads scoped to the PodGroup; nil when neither applies.
+func (p *Plan) SpreadRequiredNodesFor(group string) sets.Set[string] {
+	return intersectNil(p.spreadRequired, p.scopedRequired[group])
+}
+
+// SpreadNodesFor is SpreadNodes for one PodGroup, with the preferred spreads scoped to it.
+func (p *Plan) SpreadNodesFor(group string) sets.Set[string] {
+	return intersectNil(p.spreadNodes, p.scopedPreferred[group])
+}
+
+func intersectNil(a, b sets.Set[string]) sets.Set[string] {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return a.Intersection(b)
+}
+
+// recordScopes remembers, per PodGroup of a scope, the nodes its required blocks leave it and,
+// when the preferred tier restricted it, the nodes that tier allowed.
+func (p *Plan) recordScopes(nodes []Node, scopes []scope, out [][]bool) {
+	for k, sc := range scopes {
+		var req, pref sets.Set[string]
+		for n := range nodes {
+			if sc.blocked[n] {
+				continue
+			}
+			if req == nil {
+				req = sets.New[string]()
+			}
+			req.Insert(nodes[n].Name)
+		}
+		if req == nil {
+			req = sets.New[string]()
+		}
+		restricted := false
+		for n := range nodes {
+			if out[k][n] {
+				restricted = true
+				break
+			}
+		}
+		if restricted {
+			pref = sets.New[string]()
+			for n := range nodes {
+				if !out[k][n] {
+					pref.Insert(nodes[n].Name)
+				}
+			}
+		}
+		for _, g := range sc.groups {
+			if p.scopedRequired == nil {
+				p.scopedRequired, p.scopedPreferred = map[string]sets.Set[string]{}, map[string]sets.Set[string]{}
+			}
+			p.scopedRequired[g] = intersectNil(p.scopedRequired[g], req)
+			if pref != nil {
+				p.scopedPreferred[g] = intersectNil(p.scopedPreferred[g], pref)
+			}
+		}
+	}
+}
+
+// scopeNodes is w without the nodes the scoped spreads whose PodGroups are exactly s's block,
+// with the positions kept; ok is false when no scope applies to s.
+func (p *planner) scopeNodes(s *Set, w work) (pos []int, ok bool) {
+	var apply []scope
+	for _, sc := range p.in.scopes {
+		if len(sc.groups) == len(s.Groups) && containsAll(s.Groups, sc.groups) {
+			apply = append(apply, sc)
+		}
+	}
+	if len(apply) == 0 {
+		return nil, false
+	}
+	for at, i := range w.idx {
+		keep := true
+		for _, sc := range apply {
+			if sc.blocked[i] {
+				keep = false
+				break
+			}
+		}
+		if keep {
+			pos = append(pos, at)
+		}
+	}
+	return pos, true
+}
 
 func (u *Unfit) spreadError() string {
 	return fmt.Sprintf("%s needs %s within a domain of its own: %s", u.Set.What, u.Demand, u.spreadWhy)
@@ -212,7 +353,8 @@ func BlockRequiredSpread(nodes []Node, spreads []Spread) {
 	}
 	blocked := make([]bool, len(nodes))
 	for i := range spreads {
-		if spreads[i].Required {
+		// A scoped spread binds some PodGroups only: preemption may free room anywhere for it.
+		if spreads[i].Required && len(spreads[i].PodGroups) == 0 {
 			count, _ := spreads[i].use(labels)
 			markBlocked(nodes, spreads[i].Key, count, blocked)
 		}

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -152,4 +154,88 @@ func racksOf(nodes interface{ UnsortedList() []string }) string {
 		out += r
 	}
 	return out
+}
+
+// TestChooseUnderScopedSpread: a base PodGang holding a standalone clique "fe" and two
+// scaling-group replicas (d0, d1; each a PodGroup packed into a rack, kept apart by an
+// anti-affinity group) whose scoped spread entries see a scaled gang of the scaling group in
+// rack a1. A scoped entry takes a1 away from its replica's PodGroup only: "fe" may still use
+// it. Racks a1..a3 of two 4-core nodes; each PodGroup asks for 2 pods of 4 cores.
+func TestChooseUnderScopedSpread(t *testing.T) {
+	spec := v1alpha1.PodGangSpec{
+		PodGroups: []v1alpha1.PodGroup{{Name: "fe", MinReplicas: 2}, {Name: "d0", MinReplicas: 2}, {Name: "d1", MinReplicas: 2}},
+		TopologyConstraintGroupConfigs: []v1alpha1.TopologyConstraintGroupConfig{
+			{Name: "sg-0", PodGroupNames: []string{"d0"}, TopologyConstraint: required(rackKey)},
+			{Name: "sg-1", PodGroupNames: []string{"d1"}, TopologyConstraint: required(rackKey)},
+		},
+		AntiAffinityGroups: []v1alpha1.RoleAffinityGroup{{Name: "sg", TopologyKey: rackKey, Required: true, Members: []v1alpha1.RoleAffinityMember{
+			{Name: "sg-0", PodGroupNames: []string{"d0"}}, {Name: "sg-1", PodGroupNames: []string{"d1"}}}}},
+	}
+	scaled := []SpreadMember{{Gang: "sg-2", Nodes: []string{"a1-0"}}}
+	demand := map[string]capacity.Demand{
+		"fe": {Group: "fe", Shape: cores(4), Count: 2}, "d0": {Group: "d0", Shape: cores(4), Count: 2}, "d1": {Group: "d1", Shape: cores(4), Count: 2}}
+	rackOf := func(p *Plan, g string) string {
+		c := p.Required(g)
+		if len(c) == 0 {
+			return ""
+		}
+		return c[len(c)-1].Value
+	}
+	cases := []struct {
+		name   string
+		racks  map[string][]int64
+		spread []Spread
+		// wantD: the racks of d0 and d1, sorted; wantUnfit: part of the message.
+		wantD, wantUnfit string
+	}{
+		{
+			name:  "required: the replicas take the racks the scaled gang leaves; fe is not bound by them",
+			racks: map[string][]int64{"a1": {4, 4}, "a2": {4, 4}, "a3": {4, 4}, "a4": {4, 4}},
+			spread: []Spread{
+				{Key: rackKey, Required: true, PodGroups: []string{"d0"}, Others: scaled},
+				{Key: rackKey, Required: true, PodGroups: []string{"d1"}, Others: scaled},
+			},
+			wantD: "a2,a3",
+		},
+		{
+			name:  "required: one free rack for two replicas: the gang waits, the scaling group's spread is why",
+			racks: map[string][]int64{"a1": {4, 4}, "a2": {4, 4, 4, 4}},
+			spread: []Spread{
+				{Key: rackKey, Required: true, PodGroups: []string{"d0"}, Others: scaled},
+				{Key: rackKey, Required: true, PodGroups: []string{"d1"}, Others: scaled},
+			},
+			wantUnfit: "its scaling group (PodGroups d0)",
+		},
+		{
+			name:  "preferred: the replicas leave the scaled gang's rack while others are free",
+			racks: map[string][]int64{"a1": {4, 4, 4, 4}, "a2": {4, 4}, "a3": {4, 4}},
+			spread: []Spread{
+				{Key: rackKey, MaxSkew: 1, PodGroups: []string{"d0"}, Others: scaled},
+				{Key: rackKey, MaxSkew: 1, PodGroups: []string{"d1"}, Others: scaled},
+			},
+			wantD: "a2,a3",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, unfit := Choose(Input{Tree: NewTree(&spec), Nodes: cluster(tc.racks), Spread: tc.spread, Demand: demand})
+			if tc.wantUnfit != "" {
+				require.NotNil(t, unfit)
+				assert.Contains(t, unfit.Error(), tc.wantUnfit)
+				assert.Equal(t, "spread", unfit.Cause())
+				return
+			}
+			require.Nil(t, unfit, "%v", unfit)
+			got := []string{rackOf(plan, "d0"), rackOf(plan, "d1")}
+			sort.Strings(got)
+			assert.Equal(t, tc.wantD, strings.Join(got, ","))
+			assert.Empty(t, rackOf(plan, "fe"))
+			// fe's members are not narrowed by the scoped spreads; d0's are.
+			assert.Nil(t, plan.SpreadRequiredNodesFor("fe"))
+			assert.Nil(t, plan.SpreadNodesFor("fe"))
+			if tc.spread[0].Required {
+				assert.False(t, plan.SpreadRequiredNodesFor("d0").Has("a1-0"))
+			}
+		})
+	}
 }

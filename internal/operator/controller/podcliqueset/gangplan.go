@@ -104,6 +104,11 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 			roles[c.Name] = []string{apicommon.StandalonePodCliqueName(in.pcs.Name, i, c.Name)}
 		}
 		var scaled []plannedGang
+		// sgSpread: the spread entries of each scaled gang, by gang name, set after the
+		// PodCliqueSet-level ones; apart: the base gang's anti-affinity groups of spread
+		// scaling groups.
+		sgSpread := map[string][]schedv1alpha1.ReplicaSpreadConstraint{}
+		var apart []schedv1alpha1.RoleAffinityGroup
 		for gi := range t.PodCliqueScalingGroupConfigs {
 			g := &t.PodCliqueScalingGroupConfigs[gi]
 			pcsgName := apicommon.PodCliqueScalingGroupName(in.pcs.Name, i, g.Name)
@@ -114,6 +119,8 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 					minAvailable = int(*pcsg.Spec.MinAvailable)
 				}
 			}
+			var inBase []string
+			inBaseGroups := map[string][]string{}
 			for j := range replicas {
 				gang := &base
 				if j >= minAvailable {
@@ -137,6 +144,17 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 				if j < minAvailable {
 					roles[g.Name] = append(roles[g.Name], members...)
 				}
+				// Scaling-group replica spread: a replica in the base gang is a member made of
+				// its PodGroups, a scaled gang a member of its own.
+				sgReplica := apicommon.ScalingGroupReplicaName(pcsgName, j)
+				if j < minAvailable {
+					base.spec.ReplicaSpreadConstraints = append(base.spec.ReplicaSpreadConstraints,
+						in.topology.ScalingGroupReplicaSpread(g.Name, pcsgName, sgReplica, members)...)
+					inBase = append(inBase, sgReplica)
+					inBaseGroups[sgReplica] = members
+				} else if sp := in.topology.ScalingGroupReplicaSpread(g.Name, pcsgName, sgReplica, nil); sp != nil {
+					sgSpread[gang.name] = sp
+				}
 				if gc := in.topology.ScalingGroups[g.Name]; gc != nil && j < minAvailable {
 					base.spec.TopologyConstraintGroupConfigs = append(base.spec.TopologyConstraintGroupConfigs,
 						schedv1alpha1.TopologyConstraintGroupConfig{
@@ -144,6 +162,7 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 						})
 				}
 			}
+			apart = append(apart, in.topology.ScalingGroupApart(g.Name, pcsgName, inBase, inBaseGroups)...)
 		}
 		// The PodCliqueSet-level constraint holds for the whole replica: every PodGang of it
 		// carries it as a shared constraint, so that scaled gangs (and gangs recreated later)
@@ -155,12 +174,16 @@ func planPodGangs(in gangPlanInput) []plannedGang {
 			}
 		}
 		if spread := in.topology.ReplicaSpread(in.pcs.Name, base.name); spread != nil {
-			base.spec.ReplicaSpreadConstraints = spread
+			base.spec.ReplicaSpreadConstraints = append(spread, base.spec.ReplicaSpreadConstraints...)
 			for k := range scaled {
 				scaled[k].spec.ReplicaSpreadConstraints = in.topology.ReplicaSpread(in.pcs.Name, base.name)
 			}
 		}
+		for k := range scaled {
+			scaled[k].spec.ReplicaSpreadConstraints = append(scaled[k].spec.ReplicaSpreadConstraints, sgSpread[scaled[k].name]...)
+		}
 		base.spec.AffinityGroups, base.spec.AntiAffinityGroups = in.topology.RoleAffinity(roles)
+		base.spec.AntiAffinityGroups = append(base.spec.AntiAffinityGroups, apart...)
 		gangs = append(gangs, base)
 		gangs = append(gangs, scaled...)
 	}

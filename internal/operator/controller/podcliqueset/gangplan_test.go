@@ -256,3 +256,42 @@ func TestPlanPodGangsSlices(t *testing.T) {
 	got = slicesOf(planPodGangs(gangPlanInput{pcs: pcs, topology: tr, pclqs: map[string]*corev1alpha1.PodClique{"p-0-router": scaled}}))
 	assert.Equal(t, []int32{2, 2, 2}, got["p-0-router"].Sizes)
 }
+
+// TestPlanPodGangsScalingGroupSpread: scaling group "w" (3 replicas) spreads its replicas over
+// racks. The replicas in the base gang are scoped members (their PodGroups) kept apart by an
+// anti-affinity group when there are two of them; each scaled gang is a member of its own.
+func TestPlanPodGangsScalingGroupSpread(t *testing.T) {
+	for _, minAvailable := range []int32{1, 2} {
+		t.Run(fmt.Sprintf("minAvailable %d", minAvailable), func(t *testing.T) {
+			pcs := testPCS(1)
+			pcs.Spec.Template.TopologyConstraint = &corev1alpha1.TopologyConstraint{TopologyName: "fabric", PackDomain: "zone"}
+			pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].MinAvailable = ptr.To(minAvailable)
+			pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].TopologyConstraint = &corev1alpha1.TopologyConstraint{PackDomain: "rack",
+				ReplicaSpreadConstraints: []corev1alpha1.ReplicaSpreadConstraint{{Domain: "rack"}}}
+			tr := packing.Translate(&pcs.Spec.Template, []corev1alpha1.TopologyLevel{{Domain: "zone", Key: "z"}, {Domain: "rack", Key: "r"}})
+			gangs := planPodGangs(gangPlanInput{pcs: pcs, topology: tr})
+			require.Len(t, gangs, 1+3-int(minAvailable))
+			base := gangs[0]
+			var wantBase []schedv1alpha1.ReplicaSpreadConstraint
+			var members []schedv1alpha1.RoleAffinityMember
+			for j := range int(minAvailable) {
+				name := fmt.Sprintf("p-0-w-%d", j)
+				groups := []string{name + "-prefill", name + "-decode"}
+				wantBase = append(wantBase, schedv1alpha1.ReplicaSpreadConstraint{Group: "p-0-w", Member: name, TopologyKey: "r", Required: true, PodGroupNames: groups})
+				members = append(members, schedv1alpha1.RoleAffinityMember{Name: name, PodGroupNames: groups})
+			}
+			assert.Equal(t, wantBase, base.spec.ReplicaSpreadConstraints)
+			if minAvailable == 1 {
+				assert.Empty(t, base.spec.AntiAffinityGroups, "one replica in the base gang: nothing to keep apart inside it")
+			} else {
+				assert.Equal(t, []schedv1alpha1.RoleAffinityGroup{{Name: "p-0-w", TopologyKey: "r", Required: true, Members: members}},
+					base.spec.AntiAffinityGroups)
+			}
+			for k, g := range gangs[1:] {
+				member := fmt.Sprintf("p-0-w-%d", int(minAvailable)+k)
+				assert.Equal(t, []schedv1alpha1.ReplicaSpreadConstraint{{Group: "p-0-w", Member: member, TopologyKey: "r", Required: true}},
+					g.spec.ReplicaSpreadConstraints, g.name)
+			}
+		})
+	}
+}

@@ -34,8 +34,9 @@ type TopologyConstraint struct {
 	// Pack holds the required and preferred domains.
 	// +optional
 	Pack *TopologyPackConstraint `json:"pack,omitempty"`
-	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint);
-	// PodCliqueSet level only. Immutable.
+	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint):
+	// on the PodCliqueSet level its replicas, on a scaling group the scaling group's replicas
+	// within each PodCliqueSet replica; not on a clique. Immutable.
 	// +optional
 	// +listType=map
 	// +listMapKey=domain

@@ -35,8 +35,16 @@ func TestValidateReplicaSpread(t *testing.T) {
 			want: []fieldErr{"Invalid " + pcsSpread + "[0].domain"}},
 		{name: "unknown level", pcs: spread(named("gpu", pack("rack", "")), "zone", "region"),
 			want: []fieldErr{"NotSupported " + pcsSpread + "[1].domain"}},
-		{name: "a scaling group's spread is not supported", pcs: named("gpu", pack("zone", "")), group: spread(pack("rack", ""), "rack"),
-			want: []fieldErr{"Forbidden " + groupSpread}},
+		{name: "a scaling group's replicas spread over racks inside the replica's zone", pcs: named("gpu", pack("zone", "")), group: spread(pack("rack", ""), "rack", "block")},
+		{name: "a scaling group's spread narrower than its pack level", pcs: named("gpu", pack("zone", "")), group: spread(pack("rack", ""), "host"),
+			want: []fieldErr{"Invalid " + groupSpread + "[0].domain"}},
+		{name: "a scaling group's required spread broader than the replica's required pack", pcs: named("gpu", pack("block", "")), group: spread(pack("rack", ""), "rack", "zone"),
+			want: []fieldErr{"Invalid " + groupSpread + "[1].domain"}},
+		{name: "a scaling group's preferred spread may be broader than the replica's pack", pcs: named("gpu", pack("block", "")),
+			group: &corev1alpha1.TopologyConstraint{Pack: &corev1alpha1.TopologyPackConstraint{Required: "rack"},
+				ReplicaSpreadConstraints: []corev1alpha1.ReplicaSpreadConstraint{{Domain: "zone", WhenUnsatisfiable: corev1alpha1.SpreadScheduleAnyway}}}},
+		{name: "a scaling group's spread needs the scaling group packed", pcs: named("gpu", pack("zone", "")), group: spread(&corev1alpha1.TopologyConstraint{}, "rack"),
+			want: []fieldErr{"Required spec.template.podCliqueScalingGroups[0].topologyConstraint.packDomain"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,4 +24,10 @@ type ReplicaSpreadConstraint struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxSkew int32 `json:"maxSkew,omitempty"`
+	// PodGroupNames, when set, are the PodGroups of this PodGang that form the member: only
+	// their pods count for it and only they are kept apart from the other members. Empty means
+	// the whole PodGang. The operator sets it for the scaling-group replicas a base PodGang holds.
+	// +optional
+	// +listType=set
+	PodGroupNames []string `json:"podGroupNames,omitempty"`
 }

@@ -1190,6 +1190,12 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: podGroupNames
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
     - name: required
       type:
         scalar: boolean

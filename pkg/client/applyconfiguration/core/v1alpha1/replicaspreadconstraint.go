@@ -27,7 +27,9 @@ import (
 //
 // ReplicaSpreadConstraint spreads the replicas of the constrained object over the domains of
 // one level of the ClusterTopology, while each replica's own pack constraint still holds. On
-// the PodCliqueSet-level topologyConstraint it spreads the PodCliqueSet's replicas.
+// the PodCliqueSet-level topologyConstraint it spreads the PodCliqueSet's replicas; on a
+// scaling group's it spreads that group's replicas within each PodCliqueSet replica (e.g.
+// multi-node decode workers, each packed into one rack, in different racks).
 //
 // Required (DoNotSchedule): no two replicas share a domain of the level; a replica that finds
 // no domain of its own waits. Preferred (ScheduleAnyway): replicas go to the domains holding

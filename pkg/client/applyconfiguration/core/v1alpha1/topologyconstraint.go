@@ -38,8 +38,9 @@ type TopologyConstraintApplyConfiguration struct {
 	PackDomain *corev1alpha1.TopologyDomain `json:"packDomain,omitempty"`
 	// Pack holds the required and preferred domains.
 	Pack *TopologyPackConstraintApplyConfiguration `json:"pack,omitempty"`
-	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint);
-	// PodCliqueSet level only. Immutable.
+	// ReplicaSpreadConstraints spread the replicas over domains (see ReplicaSpreadConstraint):
+	// on the PodCliqueSet level its replicas, on a scaling group the scaling group's replicas
+	// within each PodCliqueSet replica; not on a clique. Immutable.
 	ReplicaSpreadConstraints []ReplicaSpreadConstraintApplyConfiguration `json:"replicaSpreadConstraints,omitempty"`
 	// Slice splits the clique's pods into slices that each land whole in a domain of their own
 	// (see SliceConstraint); clique level only. Immutable.

@@ -39,6 +39,10 @@ type ReplicaSpreadConstraintApplyConfiguration struct {
 	// MaxSkew is, when not required, the largest difference in members between two values the
 	// scheduler keeps to while it can; 0 means 1.
 	MaxSkew *int32 `json:"maxSkew,omitempty"`
+	// PodGroupNames, when set, are the PodGroups of this PodGang that form the member: only
+	// their pods count for it and only they are kept apart from the other members. Empty means
+	// the whole PodGang. The operator sets it for the scaling-group replicas a base PodGang holds.
+	PodGroupNames []string `json:"podGroupNames,omitempty"`
 }
 
 // ReplicaSpreadConstraintApplyConfiguration constructs a declarative configuration of the ReplicaSpreadConstraint type for use with
@@ -84,5 +88,15 @@ func (b *ReplicaSpreadConstraintApplyConfiguration) WithRequired(value bool) *Re
 // If called multiple times, the MaxSkew field is set to the value of the last call.
 func (b *ReplicaSpreadConstraintApplyConfiguration) WithMaxSkew(value int32) *ReplicaSpreadConstraintApplyConfiguration {
 	b.MaxSkew = &value
+	return b
+}
+
+// WithPodGroupNames adds the given value to the PodGroupNames field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the PodGroupNames field.
+func (b *ReplicaSpreadConstraintApplyConfiguration) WithPodGroupNames(values ...string) *ReplicaSpreadConstraintApplyConfiguration {
+	for i := range values {
+		b.PodGroupNames = append(b.PodGroupNames, values[i])
+	}
 	return b
 }
