@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -44,22 +45,13 @@ func decodeRacks(t *testing.T, env *framework.Env, ns, name string) (map[string]
 		}
 		bound[j]++
 		for rack := range labelsOfBoundPods(env, []corev1.Pod{p}, framework.RackKey) {
-			if !contains(racks[j], rack) {
+			if !slices.Contains(racks[j], rack) {
 				racks[j] = append(racks[j], rack)
 				sort.Strings(racks[j])
 			}
 		}
 	}
 	return racks, bound
-}
-
-func contains(list []string, x string) bool {
-	for _, y := range list {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Required scaling-group replica spread: 4 racks of 2 two-CPU hosts. The 4 decode replicas (2
