@@ -105,29 +105,84 @@ func (p *Plugin) planGroup(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return
 	}
-	sim := &filterSim{ctx: ctx, runner: p.runner, state: state.Clone(), rep: pod, members: members}
-	sim.nodes = p.candidates(key, group, all)
-	cands := make([]memberplan.Node, len(sim.nodes))
-	for i, ni := range sim.nodes {
-		cands[i] = memberplan.Node{Name: ni.Node().Name, Free: capacity.NodeFree(ni)}
+	uids := make([]types.UID, len(members))
+	for i, m := range members {
+		uids[i] = m.UID
 	}
+	nodes := p.candidates(key, group, all)
 	// Most room first: the spreading of the default resource scoring; the members land on the
-	// nodes this ranking puts first, as batched pods do on one ranking of the nodes.
-	sort.Stable(byRoom{cands, sim.nodes})
-	for i := range cands {
+	// nodes this ranking puts first, as batched pods do on one ranking of the nodes. Only the
+	// head of the ranking is built at first: on thousands of nodes, computing and sorting the
+	// room of each for a handful of members was most of a gang's planning.
+	planned := p.assignMembers(ctx, state, pod, nodeName, members, uids, nodes, headFor(len(members)))
+	if planned == nil {
+		planned = p.assignMembers(ctx, state, pod, nodeName, members, uids, nodes, len(nodes))
+	}
+	p.plans.Add(key, epoch, group, planned)
+	klog.FromContext(ctx).V(4).Info("Planned a gang's members", "podGang", key, "podGroup", group, "members", len(members), "planned", len(planned))
+}
+
+// headFor is how many of the roomiest candidate nodes a plan for n members is first made
+// over. Assign puts one member per node on its first pass, so a head of n nodes would do when
+// every one of them passes the filters; the slack absorbs nodes the filters refuse.
+func headFor(n int) int { return 2*n + 8 }
+
+// assignMembers plans members over the head roomiest of nodes. It returns nil when a head
+// shorter than nodes did not hold each member on a node of its own: Assign's first pass over
+// all the nodes could then have gone on past the head, and only the whole ranking gives its
+// answer.
+func (p *Plugin) assignMembers(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string,
+	members []*v1.Pod, uids []types.UID, nodes []fwk.NodeInfo, head int) map[types.UID]string {
+	ranked := roomiest(nodes, head)
+	sim := &filterSim{ctx: ctx, runner: p.runner, state: state.Clone(), rep: pod, members: members, nodes: ranked}
+	cands := make([]memberplan.Node, len(ranked))
+	for i, ni := range ranked {
+		cands[i] = memberplan.Node{Name: ni.Node().Name, Free: capacity.NodeFree(ni)}
 		if cands[i].Name == nodeName {
 			// The snapshot predates pod's own assumption.
 			cands[i].Free.Take(capacity.PodShape(pod), 1)
 			sim.copyOf(i, pod)
 		}
 	}
-	uids := make([]types.UID, len(members))
-	for i, m := range members {
-		uids[i] = m.UID
-	}
 	planned := memberplan.Assign(uids, capacity.PodShape(pod), cands, sim)
-	p.plans.Add(key, epoch, group, planned)
-	klog.FromContext(ctx).V(4).Info("Planned a gang's members", "podGang", key, "podGroup", group, "members", len(members), "planned", len(planned))
+	if len(ranked) < len(nodes) && (len(planned) < len(members) || len(sets.New(slices.Collect(maps.Values(planned))...)) < len(planned)) {
+		return nil
+	}
+	return planned
+}
+
+// roomiest returns the head nodes with the most free CPU, then memory, in that order, ties in
+// the snapshot's order: the head of a stable sort of nodes by room, without computing the full
+// room of every node or sorting them all.
+func roomiest(nodes []fwk.NodeInfo, head int) []fwk.NodeInfo {
+	type ranked struct {
+		cpu, mem int64
+		ni       fwk.NodeInfo
+	}
+	if head > len(nodes) {
+		head = len(nodes)
+	}
+	// before reports whether a ranks ahead of b; on a tie the one met first stays ahead.
+	before := func(a, b ranked) bool { return a.cpu > b.cpu || a.cpu == b.cpu && a.mem > b.mem }
+	top := make([]ranked, 0, head+1)
+	for _, ni := range nodes {
+		alloc, used := ni.GetAllocatable(), ni.GetRequested()
+		r := ranked{cpu: alloc.GetMilliCPU() - used.GetMilliCPU(), mem: alloc.GetMemory() - used.GetMemory(), ni: ni}
+		if len(top) == head && !before(r, top[head-1]) {
+			continue
+		}
+		// After every node it does not rank ahead of: stable.
+		at := sort.Search(len(top), func(i int) bool { return before(r, top[i]) })
+		top = slices.Insert(top, at, r)
+		if len(top) > head {
+			top = top[:head]
+		}
+	}
+	out := make([]fwk.NodeInfo, len(top))
+	for i, r := range top {
+		out[i] = r.ni
+	}
+	return out
 }
 
 // withoutIndex returns pod as signed for comparison with the gang's other members: without its
@@ -226,26 +281,6 @@ func (p *Plugin) candidates(key, group string, all []fwk.NodeInfo) []fwk.NodeInf
 		}
 	}
 	return out
-}
-
-// byRoom orders candidate nodes (and their NodeInfos alike) with more free CPU, then memory,
-// first.
-type byRoom struct {
-	nodes []memberplan.Node
-	infos []fwk.NodeInfo
-}
-
-func (b byRoom) Len() int { return len(b.nodes) }
-func (b byRoom) Swap(i, j int) {
-	b.nodes[i], b.nodes[j] = b.nodes[j], b.nodes[i]
-	b.infos[i], b.infos[j] = b.infos[j], b.infos[i]
-}
-func (b byRoom) Less(i, j int) bool {
-	x, y := b.nodes[i].Free, b.nodes[j].Free
-	if x.MilliCPU != y.MilliCPU {
-		return x.MilliCPU > y.MilliCPU
-	}
-	return x.Memory > y.Memory
 }
 
 // filterSim is memberplan.Simulator over the scheduler's filters: nodes are copied from the

@@ -2,6 +2,10 @@ package gang
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/component-base/metrics/legacyregistry"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
@@ -275,4 +280,79 @@ type eachUnlike struct {
 func (f *eachUnlike) SignPod(_ context.Context, pod *v1.Pod) fwk.PodSignature {
 	f.signs++
 	return fwk.PodSignature(pod.Name)
+}
+
+// roomiest is the head of a stable sort of the nodes by free CPU, then memory, whatever the
+// head's length: ties keep the snapshot's order.
+func TestRoomiestIsTheHeadOfTheStableRanking(t *testing.T) {
+	var nodes []*v1.Node
+	cpus := []string{"2", "4", "1", "4", "3", "2", "4", "1", "3", "2", "4", "500m"}
+	for i, cpu := range cpus {
+		n := planNode(fmt.Sprintf("n%02d", i), cpu)
+		if i%3 == 0 {
+			n.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("2Gi")
+		}
+		nodes = append(nodes, n)
+	}
+	all, err := cache.NewSnapshot(nil, nodes).NodeInfos().List()
+	require.NoError(t, err)
+	full := slices.Clone(all)
+	sort.SliceStable(full, func(i, j int) bool {
+		x, y := capacity.NodeFree(full[i]), capacity.NodeFree(full[j])
+		return x.MilliCPU > y.MilliCPU || x.MilliCPU == y.MilliCPU && x.Memory > y.Memory
+	})
+	names := func(ns []fwk.NodeInfo) []string {
+		out := make([]string, len(ns))
+		for i, ni := range ns {
+			out[i] = ni.Node().Name
+		}
+		return out
+	}
+	for head := 1; head <= len(all)+2; head++ {
+		assert.Equal(t, names(full[:min(head, len(full))]), names(roomiest(all, head)), "head %d", head)
+	}
+}
+
+// A plan made over the head of the ranking is the plan made over every node: when the filters
+// refuse so many of the roomiest nodes that the head cannot give each member a node of its
+// own, the plan is made again over all of them instead of doubling members up in the head.
+func TestPlanOverTheHeadIsThePlanOverAllNodes(t *testing.T) {
+	for _, refused := range []int{0, 4, headFor(3) - 1, headFor(3) + 3} {
+		t.Run(fmt.Sprintf("%d roomiest nodes refused", refused), func(t *testing.T) {
+			p, _ := testPlugin(t)
+			var nodes []*v1.Node
+			f := &planFramework{refuse: map[string]bool{}}
+			for i := range 40 {
+				// Roomier first, each holding two members.
+				nodes = append(nodes, planNode(fmt.Sprintf("n%02d", i), fmt.Sprintf("%dm", 4000-10*i)))
+				if i < refused {
+					f.refuse[nodes[i].Name] = true
+				}
+			}
+			f.snapshot = cache.NewSnapshot(nil, nodes)
+			p.runner = f
+			all, err := f.snapshot.NodeInfos().List()
+			require.NoError(t, err)
+			pods := flowGang(p, "p", 4, 4)
+			for _, pod := range pods {
+				pod.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1500m")}
+			}
+			members, uids := pods[1:], []types.UID{pods[1].UID, pods[2].UID, pods[3].UID}
+			s, _ := cycle()
+
+			overAll := p.assignMembers(t.Context(), s, pods[0], "", members, uids, all, len(all))
+			require.Len(t, overAll, 3)
+			assert.Len(t, sets.New(slices.Collect(maps.Values(overAll))...), 3, "one member a node: the first pass suffices")
+
+			f.filtered = nil
+			planned := p.assignMembers(t.Context(), s, pods[0], "", members, uids, all, headFor(3))
+			if planned == nil {
+				assert.Greater(t, refused, headFor(3)-3, "the head had a node for each member")
+				planned = p.assignMembers(t.Context(), s, pods[0], "", members, uids, all, len(all))
+			} else {
+				assert.LessOrEqual(t, len(f.filtered), headFor(3), "the filters ran on the head only")
+			}
+			assert.Equal(t, overAll, planned)
+		})
+	}
 }
