@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -44,6 +45,14 @@ type Plugin struct {
 	// gangs holds each gang's record: its current placement (gangcache.Plan), reused while its
 	// attempt is under way, and whether a member missed its preferred domain.
 	gangs *gangcache.Shared
+
+	// nodes is the placement index of the node list the last gang was planned over, reused
+	// while the list holds the same node objects in the same order (names and labels unchanged).
+	nodes struct {
+		sync.Mutex
+		list  []*v1.Node
+		index *placement.Index
+	}
 }
 
 var (
@@ -204,8 +213,12 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	// Nodes reserved for a starving gang that outranks this one are not for it.
 	reservation, prio, now := p.gangs.Reservation(), corev1helpers.PodPriority(pod), time.Now()
 	candidates := make([]placement.Node, len(nodeInfos))
+	p.nodes.Lock()
+	defer p.nodes.Unlock()
+	sameNodes := len(p.nodes.list) == len(nodeInfos)
 	for i, ni := range nodeInfos {
 		node := ni.Node()
+		sameNodes = sameNodes && p.nodes.list[i] == node
 		candidates[i] = placement.Node{Name: node.Name, Labels: node.Labels}
 		allowed := classes.Allowed(node)
 		if devices.Usable != nil && !devices.Usable[node.Name] || reservation.Excludes(key, prio, node.Name, now) {
@@ -230,8 +243,15 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 		}
 		ruledOut[r.Choice] = r.By
 	}
+	if !sameNodes {
+		p.nodes.list = make([]*v1.Node, len(nodeInfos))
+		for i, ni := range nodeInfos {
+			p.nodes.list[i] = ni.Node()
+		}
+		p.nodes.index = placement.NewIndex(candidates)
+	}
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
-		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse, Spread: spreads, Slices: slices})
+		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse, Spread: spreads, Slices: slices, Index: p.nodes.index})
 	p.gangs.SetPlan(key, gangcache.Plan{PodGang: g.PodGang, Tree: tree, Plan: plan})
 	return plan, tree, unfit
 }

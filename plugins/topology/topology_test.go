@@ -133,3 +133,29 @@ func TestPostFilterWithoutNarrowingChangesNothing(t *testing.T) {
 	require.True(t, st.IsSuccess())
 	assert.Equal(t, sets.New("r2-a", "r2-b"), res.NodeNames, "the required rack still holds")
 }
+
+// The placement index of the node list is reused from gang to gang only while the list holds
+// the same node objects: a node relabelled into another rack (a new object, as the informer
+// delivers it) is planned in its new rack by the next gang.
+func TestPlansFollowANodeRelabelledBetweenGangs(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	nodes := racks()
+	first := addGang(p, "first", gangSpec(2, rackKey, ""), 2, "1")
+	res, st := p.PreFilter(context.Background(), framework.NewCycleState(), first[0], nodes)
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r1-a", "r1-b"), res.NodeNames, "r1 holds 2 CPUs with least to spare")
+
+	// The same nodes: the next gang reuses the index, and chooses as the first did.
+	same := addGang(p, "same", gangSpec(2, rackKey, ""), 2, "1")
+	res, st = p.PreFilter(context.Background(), framework.NewCycleState(), same[0], nodes)
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r1-a", "r1-b"), res.NodeNames)
+
+	// Both nodes of r1 move to r3: r1 is gone, and r2 is tighter than r3 (now 19 CPUs).
+	nodes[0] = nodeInfo(testNode("r1-a", "2", rackKey, "r3"))
+	nodes[1] = nodeInfo(testNode("r1-b", "1", rackKey, "r3"))
+	moved := addGang(p, "moved", gangSpec(2, rackKey, ""), 2, "1")
+	res, st = p.PreFilter(context.Background(), framework.NewCycleState(), moved[0], nodes)
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	assert.Equal(t, sets.New("r2-a", "r2-b"), res.NodeNames, "r1 has no node left")
+}

@@ -52,6 +52,9 @@ type Input struct {
 	Slices map[string]Slicing
 	// scopes are the node blocks of spreads scoped to some PodGroups (spread.go).
 	scopes []scope
+	// Index is NewIndex(Nodes), or one built for nodes with the same names and labels in the
+	// same order; nil builds it.
+	Index *Index
 }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
@@ -217,15 +220,15 @@ func Choose(in Input) (*Plan, *Unfit) {
 }
 
 func choose(in Input) (*Plan, *Unfit) {
-	p := &planner{in: in, byName: make(map[string]int, len(in.Nodes)), demand: map[string]capacity.Demands{}}
-	for i := range in.Nodes {
-		p.byName[in.Nodes[i].Name] = i
+	if in.Index == nil {
+		in.Index = NewIndex(in.Nodes)
 	}
+	p := &planner{in: in, byName: in.Index.byName, demand: map[string]capacity.Demands{}}
 	p.collectDemand(in.Tree.Root)
 	p.pins, p.preferredPins = p.collectPins()
 	p.reuseRequired, p.reusePreferred = p.collectReusePins()
 	p.takePinnedApart(in.Tree.Root)
-	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes))}
+	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes)), all: true}
 	for i := range in.Nodes {
 		w.idx[i] = i
 		w.free[i] = in.Nodes[i].Free.Clone()
@@ -277,6 +280,8 @@ type planner struct {
 type work struct {
 	idx  []int
 	free []capacity.Resources
+	// all: idx is every node, in Input.Nodes' order (positions are node indexes).
+	all bool
 }
 
 func (w work) subset(pos []int, clone bool) work {
@@ -481,13 +486,20 @@ func (p *planner) fitInside(s *Set, w work, rec *record) (int64, *Unfit) {
 // chooseDomain compares the values of key among w's nodes (only pinned when set) and returns
 // the positions in w of the tightest domain that holds s.
 func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, string, *Unfit) {
-	byValue := map[string][]int{}
-	for pos, i := range w.idx {
-		if v, ok := p.in.Nodes[i].Labels[key]; ok {
-			byValue[v] = append(byValue[v], pos)
+	var byValue map[string][]int
+	var values []string
+	if w.all {
+		d := p.in.Index.domainsOf(key)
+		byValue, values = d.byValue, d.values
+	} else {
+		byValue = map[string][]int{}
+		for pos, i := range w.idx {
+			if v, ok := p.in.Index.labels[i][key]; ok {
+				byValue[v] = append(byValue[v], pos)
+			}
 		}
+		values = sortedKeys(byValue)
 	}
-	values := sortedKeys(byValue)
 	if pinned != "" {
 		values = []string{pinned}
 	} else {
@@ -612,7 +624,7 @@ func (p *planner) companionsFit(candidate work, demand func(Companion) map[strin
 	w := candidate.subset(identity(len(candidate.idx)), true)
 	all := true
 	for _, c := range p.in.Group {
-		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c)}, byName: p.byName,
+		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c), Index: p.in.Index}, byName: p.byName,
 			demand: map[string]capacity.Demands{}, pins: map[string]string{}, preferredPins: map[string]string{}}
 		cp.collectDemand(c.Tree.Root)
 		trial := w.subset(identity(len(w.idx)), true)

@@ -1,0 +1,58 @@
+package placement
+
+import (
+	"sort"
+	"sync"
+)
+
+// Index is what planning reads of the nodes' names and topology labels, kept apart from their
+// capacity so that it can be built once for a list of nodes and reused by every gang planned
+// over the same list (Input.Index): on thousands of nodes, looking each node's labels up again
+// for every gang was most of choosing its domain.
+type Index struct {
+	byName map[string]int
+	labels []map[string]string
+
+	mu    sync.Mutex
+	byKey map[string]*domains
+}
+
+// domains groups the nodes (positions in Input.Nodes) by their value of one label.
+type domains struct {
+	byValue map[string][]int
+	values  []string // sorted
+}
+
+// NewIndex indexes nodes, which must stay in this order, with these names and labels, in every
+// Input the index is given to (their capacity may differ).
+func NewIndex(nodes []Node) *Index {
+	x := &Index{byName: make(map[string]int, len(nodes)), labels: make([]map[string]string, len(nodes)), byKey: map[string]*domains{}}
+	for i := range nodes {
+		x.byName[nodes[i].Name] = i
+		x.labels[i] = nodes[i].Labels
+	}
+	return x
+}
+
+// domainsOf returns the nodes grouped by their value of key, built on first use. The caller
+// does not change what it returns.
+func (x *Index) domainsOf(key string) *domains {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if d, ok := x.byKey[key]; ok {
+		return d
+	}
+	d := &domains{byValue: map[string][]int{}}
+	for i, labels := range x.labels {
+		if v, ok := labels[key]; ok {
+			d.byValue[v] = append(d.byValue[v], i)
+		}
+	}
+	d.values = make([]string, 0, len(d.byValue))
+	for v := range d.byValue {
+		d.values = append(d.values, v)
+	}
+	sort.Strings(d.values)
+	x.byKey[key] = d
+	return d
+}
