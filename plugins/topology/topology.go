@@ -218,8 +218,12 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	sameNodes := len(p.nodes.list) == len(nodeInfos)
 	for i, ni := range nodeInfos {
 		node := ni.Node()
-		sameNodes = sameNodes && p.nodes.list[i] == node
-		candidates[i] = placement.Node{Name: node.Name, Labels: node.Labels}
+		if sameNodes = sameNodes && p.nodes.list[i] == node; sameNodes {
+			// Read from the index, in order, rather than from each node object.
+			candidates[i].Name, candidates[i].Labels = p.nodes.index.Node(i)
+		} else {
+			candidates[i].Name, candidates[i].Labels = node.Name, node.Labels
+		}
 		allowed := classes.Allowed(node)
 		if devices.Usable != nil && !devices.Usable[node.Name] || reservation.Excludes(key, prio, node.Name, now) {
 			allowed = 0

@@ -11,6 +11,7 @@ import (
 // for every gang was most of choosing its domain.
 type Index struct {
 	byName map[string]int
+	names  []string
 	labels []map[string]string
 
 	mu    sync.Mutex
@@ -26,13 +27,17 @@ type domains struct {
 // NewIndex indexes nodes, which must stay in this order, with these names and labels, in every
 // Input the index is given to (their capacity may differ).
 func NewIndex(nodes []Node) *Index {
-	x := &Index{byName: make(map[string]int, len(nodes)), labels: make([]map[string]string, len(nodes)), byKey: map[string]*domains{}}
+	x := &Index{byName: make(map[string]int, len(nodes)), names: make([]string, len(nodes)), labels: make([]map[string]string, len(nodes)),
+		byKey: map[string]*domains{}}
 	for i := range nodes {
 		x.byName[nodes[i].Name] = i
-		x.labels[i] = nodes[i].Labels
+		x.names[i], x.labels[i] = nodes[i].Name, nodes[i].Labels
 	}
 	return x
 }
+
+// Node returns the name and labels of the node at position i.
+func (x *Index) Node(i int) (string, map[string]string) { return x.names[i], x.labels[i] }
 
 // domainsOf returns the nodes grouped by their value of key, built on first use. The caller
 // does not change what it returns.
