@@ -97,3 +97,42 @@ func TestRequiredScalingGroupReplicaSpread(t *testing.T) {
 	}
 	w.assertNoPartialGang()
 }
+
+// Preferred scaling-group replica spread: 4 racks of 2 two-CPU hosts, each with room for two
+// decode replicas. 4 replicas take one rack each (packing alone puts two in one rack, as the
+// required test shows with the spread removed); scaled to 6, the racks run short and the
+// replicas share, 2, 2, 1, 1, every one still packed in one rack.
+func TestPreferredScalingGroupReplicaSpreadShares(t *testing.T) {
+	env, w, ns := fabricEnv(t, framework.Fabric{Zones: 1, BlocksPerZone: 2, RacksPerBlock: 2, HostsPerRack: 2})
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, decodeSpread(ns, "soft", 4, corev1alpha1.SpreadScheduleAnyway)))
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "soft")) == 9 }, 2*time.Minute, 500*time.Millisecond,
+		describe(env, ns, "soft", "soft-0"))
+	assert.Equal(t, []int{1, 1, 1, 1}, decodePerRack(t, env, ns, "soft"), "one decode replica per rack while racks last")
+
+	pcsg := &corev1alpha1.PodCliqueScalingGroup{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: common.PodCliqueScalingGroupName("soft", 0, "decode")}, pcsg))
+	scaleTo(t, env, pcsg, 6)
+	require.Eventually(t, func() bool { return countBound(podsOf(t, env, ns, "soft")) == 13 }, 2*time.Minute, 500*time.Millisecond,
+		describe(env, ns, "soft", "soft-0"))
+	assert.Equal(t, []int{1, 1, 2, 2}, decodePerRack(t, env, ns, "soft"), "racks shared only once every rack holds one")
+	w.assertNoPartialGang()
+}
+
+// decodePerRack is the number of decode replicas in each rack that holds one, sorted; every
+// decode replica must be packed in one rack.
+func decodePerRack(t *testing.T, env *framework.Env, ns, name string) []int {
+	t.Helper()
+	racks, _ := decodeRacks(t, env, ns, name)
+	perRack := map[string]int{}
+	for j, r := range racks {
+		require.Len(t, r, 1, "decode replica %s must be packed in one rack: %v", j, racks)
+		perRack[r[0]]++
+	}
+	counts := make([]int, 0, len(perRack))
+	for _, n := range perRack {
+		counts = append(counts, n)
+	}
+	sort.Ints(counts)
+	return counts
+}

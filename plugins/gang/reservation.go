@@ -52,8 +52,9 @@ func (p *Plugin) reserveIfStarving(pod *v1.Pod, key string, g gangcache.Gang, no
 
 // nodesToReserve picks nodes that hold the gang's remaining quorum once emptied: inside the
 // domains its pack constraints require (chosen as if every node were empty), the nodes with
-// the most free room first, since they are the ones that fill up with the gang soonest. nil
-// when no such nodes exist.
+// the most free room first, since they are the ones that fill up with the gang soonest; a
+// scaling-group replica under a spread scoped to it only on the nodes it may use. nil when no
+// such nodes exist.
 func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeInfos []fwk.NodeInfo) sets.Set[string] {
 	remaining := g.Quorum.Remaining()
 	demands, classes := p.gangs.Demands(key, pod, g.Quorum.Names(), remaining)
@@ -69,6 +70,9 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 			candidates = append(candidates, candidate{ni: ni, allowed: allowed, room: capacity.NodeFree(ni).FitCount(largest.Shape)})
 		}
 	}
+	// only holds, per PodGroup bound to some nodes more narrowly than the rest of the gang (a
+	// scaling-group replica under a spread scoped to it), those nodes.
+	var only map[string]sets.Set[string]
 	if tree, spreads, sliced := placement.NewTree(&g.PodGang.Spec), p.gangs.Spreads(key), p.gangs.Slices(key); tree.Constrained() || len(spreads) > 0 || len(sliced) > 0 {
 		nodes := make([]placement.Node, len(candidates))
 		demand := make(map[string]capacity.Demand, len(demands))
@@ -98,25 +102,48 @@ func (p *Plugin) nodesToReserve(pod *v1.Pod, key string, g gangcache.Gang, nodeI
 		if within != nil {
 			candidates = slices.DeleteFunc(candidates, func(c candidate) bool { return !within.Has(c.ni.Node().Name) })
 		}
+		only = scopedNodes(demands, plan)
 	}
 	slices.SortFunc(candidates, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(b.room, a.room), cmp.Compare(a.ni.Node().Name, b.ni.Node().Name))
 	})
-	fitter := capacity.NewFitter(demands)
-	nodes := sets.New[string]()
-	for _, c := range candidates {
-		if fitter.Done() {
-			break
-		}
-		empty := capacity.NodeAllocatable(c.ni)
-		before := fitter.Placed()
-		fitter.Offer(&empty, c.allowed)
-		if fitter.Placed() > before {
-			nodes.Insert(c.ni.Node().Name)
+	// The PodGroups bound to nodes of their own are fitted first, each on its nodes; the rest
+	// of the gang then shares what is left of every candidate.
+	var rest capacity.Demands
+	var parts []capacity.Demands
+	for _, d := range demands {
+		if only[d.Group] != nil {
+			parts = append(parts, capacity.Demands{d})
+		} else {
+			rest = append(rest, d)
 		}
 	}
-	if !fitter.Done() {
-		return nil
+	if len(rest) > 0 {
+		parts = append(parts, rest)
+	}
+	empty := make([]capacity.Resources, len(candidates))
+	for i, c := range candidates {
+		empty[i] = capacity.NodeAllocatable(c.ni)
+	}
+	nodes := sets.New[string]()
+	for _, part := range parts {
+		fitter := capacity.NewFitter(part)
+		for i, c := range candidates {
+			if fitter.Done() {
+				break
+			}
+			if on := only[part[0].Group]; len(part) == 1 && on != nil && !on.Has(c.ni.Node().Name) {
+				continue
+			}
+			before := fitter.Placed()
+			fitter.Offer(&empty[i], c.allowed)
+			if fitter.Placed() > before {
+				nodes.Insert(c.ni.Node().Name)
+			}
+		}
+		if !fitter.Done() {
+			return nil
+		}
 	}
 	return nodes
 }

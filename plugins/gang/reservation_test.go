@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -175,4 +177,47 @@ func TestQueueingHints(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A base PodGang holding a scaling-group replica (PodGroup d0, packed into a rack) under a
+// required spread scoped to it, and an unpacked clique fe: the scaling group's other replica
+// runs in rack r1, which has the most room. The nodes reserved must hold d0 outside r1 — fe,
+// which the spread does not bind, may take r1.
+func TestReservationHoldsRoomForAScopedSpreadReplicaWhereItMayGo(t *testing.T) {
+	p, _ := testPlugin(t)
+	rack := "topology.kubernetes.io/rack"
+	pod := func(gang, group, name, node string) *v1.Pod {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Labels: map[string]string{common.LabelPodGang: gang, common.LabelPodClique: group}},
+			Spec: v1.PodSpec{NodeName: node, Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}}}}
+		p.gangs.UpsertPod(pod)
+		return pod
+	}
+	p.gangs.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pcs-0-sg-1", Generation: 1},
+		Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "d1", MinReplicas: 1}},
+			ReplicaSpreadConstraints: []v1alpha1.ReplicaSpreadConstraint{{Group: "pcs-0-sg", Member: "sg-1", TopologyKey: rack, Required: true}}}})
+	pod("pcs-0-sg-1", "d1", "d1-0", "r1-a")
+	p.gangs.UpsertPodGang(&v1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pcs-0", Generation: 1},
+		Spec: v1alpha1.PodGangSpec{PodGroups: []v1alpha1.PodGroup{{Name: "fe", MinReplicas: 1}, {Name: "d0", MinReplicas: 2}},
+			TopologyConstraintGroupConfigs: []v1alpha1.TopologyConstraintGroupConfig{{Name: "sg-0", PodGroupNames: []string{"d0"},
+				TopologyConstraint: &v1alpha1.TopologyConstraint{PackConstraint: &v1alpha1.TopologyPackConstraint{Required: ptr.To(rack)}}}},
+			ReplicaSpreadConstraints: []v1alpha1.ReplicaSpreadConstraint{{Group: "pcs-0-sg", Member: "sg-0", TopologyKey: rack, Required: true,
+				PodGroupNames: []string{"d0"}}}}})
+	fe := pod("pcs-0", "fe", "fe-0", "")
+	pod("pcs-0", "d0", "d0-0", "")
+	pod("pcs-0", "d0", "d0-1", "")
+
+	var nodeInfos []fwk.NodeInfo
+	for _, n := range []struct{ name, rack, cpu string }{{"r1-a", "r1", "8"}, {"r1-b", "r1", "8"}, {"r2-a", "r2", "2"}, {"r2-b", "r2", "2"}} {
+		ni := framework.NewNodeInfo()
+		ni.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: map[string]string{rack: n.rack}},
+			Status: v1.NodeStatus{Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse(n.cpu),
+				v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}}})
+		nodeInfos = append(nodeInfos, ni)
+	}
+	g, ok := p.gangs.Get("ns/pcs-0")
+	require.True(t, ok)
+	assert.Equal(t, sets.New("r1-a", "r2-a"), p.nodesToReserve(fe, "ns/pcs-0", g, nodeInfos),
+		"d0 is reserved room in r2 (r2-a holds both its pods), fe in r1")
 }

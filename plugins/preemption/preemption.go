@@ -200,8 +200,9 @@ func (p *Plugin) preemptForGang(ctx context.Context, pod *v1.Pod, key string) (*
 	units, unitPods, freeing := p.victimUnits(nodeInfos, preemptor)
 	prob.Units = units
 	release(prob.Nodes, freeing)
-	// Room in a domain another replica of its spread group uses is no room for it.
-	placement.BlockRequiredSpread(prob.Nodes, p.gangs.Spreads(key))
+	// Room in a domain another replica of its spread group uses is no room for it (for a
+	// scaling-group replica's PodGroups only, under a scoped spread).
+	prob.Spread = placement.BlockRequiredSpread(prob.Nodes, p.gangs.Spreads(key))
 	return p.decide(ctx, nil, preemptor, prob, unitPods, false)
 }
 

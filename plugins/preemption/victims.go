@@ -50,6 +50,10 @@ type Problem struct {
 	Held map[string][]string
 	// Slices are the preemptor's slicings (placement.Slicing), by PodGroup.
 	Slices map[string]placement.Slicing
+	// Spread are the preemptor's required replica spreads scoped to some of its PodGroups
+	// (placement.BlockRequiredSpread): room freed counts for those PodGroups only outside the
+	// domains the other replicas use.
+	Spread []placement.Spread
 	// Shared lists the nodes of the other PodGangs of its shared group
 	// (spec.sharedTopologyConstraint), SharedBy names one: they pin the domain the group
 	// shares, so room freed elsewhere does not count.
@@ -205,13 +209,13 @@ func (s *selector) fits(victims []int) bool {
 			}
 		}
 	}
-	if s.p.Tree != nil && (s.p.Tree.Constrained() || len(s.p.Slices) > 0) {
+	if s.p.Tree != nil && (s.p.Tree.Constrained() || len(s.p.Slices) > 0 || len(s.p.Spread) > 0) {
 		demand := make(map[string]capacity.Demand, len(s.p.Demand))
 		for _, d := range s.p.Demand {
 			demand[d.Group] = d
 		}
 		_, unfit := placement.Choose(placement.Input{Tree: s.p.Tree, Nodes: nodes, Demand: demand, Held: s.p.Held, Shared: s.p.Shared, SharedBy: s.p.SharedBy,
-			Slices: s.p.Slices})
+			Slices: s.p.Slices, Spread: s.p.Spread})
 		return unfit == nil
 	}
 	free := make([]capacity.Resources, len(nodes))

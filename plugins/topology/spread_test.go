@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
+	"github.com/ai-dynamo/grove/pkg/api/common"
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
 
@@ -113,4 +115,45 @@ func TestNodeChangeOfTheSpreadKeyRequeues(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// A base PodGang holding two replicas of a scaling group (d0, d1: each packed into a rack by
+// its group config) whose spread is preferred: the operator keeps them apart with a preferred
+// anti-affinity group and one scoped spread entry each. Every rack holds both replicas, but
+// while racks are free each replica's members go to a rack of its own.
+func TestPreFilterPutsPreferredScalingGroupReplicasOfOneGangInRacksOfTheirOwn(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	spec := v1alpha1.PodGangSpec{
+		PodGroups:          []v1alpha1.PodGroup{{Name: "fe", MinReplicas: 1}, {Name: "d0", MinReplicas: 2}, {Name: "d1", MinReplicas: 2}},
+		AntiAffinityGroups: []v1alpha1.RoleAffinityGroup{{Name: "pcs-0-decode", TopologyKey: rackKey}},
+	}
+	for _, g := range []string{"d0", "d1"} {
+		spec.TopologyConstraintGroupConfigs = append(spec.TopologyConstraintGroupConfigs, v1alpha1.TopologyConstraintGroupConfig{
+			Name: "sg-" + g, PodGroupNames: []string{g}, TopologyConstraint: gangSpec(1, rackKey, "").TopologyConstraint})
+		spec.AntiAffinityGroups[0].Members = append(spec.AntiAffinityGroups[0].Members, v1alpha1.RoleAffinityMember{Name: "sg-" + g, PodGroupNames: []string{g}})
+		spec.ReplicaSpreadConstraints = append(spec.ReplicaSpreadConstraints, v1alpha1.ReplicaSpreadConstraint{
+			Group: "pcs-0-decode", Member: "sg-" + g, TopologyKey: rackKey, MaxSkew: 1, PodGroupNames: []string{g}})
+	}
+	addGang(p, "pcs-0", spec, 0, "1")
+	pods := map[string][]*v1.Pod{}
+	for _, g := range []string{"fe", "d0", "d0", "d1", "d1"} {
+		pod := member(fmt.Sprintf("pcs-0-%s-%d", g, len(pods[g])), "pcs-0", "1")
+		pod.Labels[common.LabelPodClique] = g
+		p.gangs.UpsertPod(pod)
+		pods[g] = append(pods[g], pod)
+	}
+
+	racks := map[string]sets.Set[string]{}
+	for _, g := range []string{"d0", "d1"} {
+		res, st := p.PreFilter(context.Background(), framework.NewCycleState(), pods[g][0], fourRacks())
+		require.True(t, st.IsSuccess(), "%s: status: %v", g, st)
+		require.NotNil(t, res, g)
+		racks[g] = res.NodeNames
+		for i, pod := range pods[g] {
+			p.gangs.Assume(pod, sets.List(res.NodeNames)[i%res.NodeNames.Len()])
+		}
+	}
+	assert.Len(t, racks["d0"], 2, "d0 is packed into one rack: %v", racks["d0"])
+	assert.Len(t, racks["d1"], 2, "d1 is packed into one rack: %v", racks["d1"])
+	assert.Empty(t, racks["d0"].Intersection(racks["d1"]), "the replicas share a rack: %v, %v", racks["d0"], racks["d1"])
 }

@@ -168,3 +168,65 @@ func TestRoleSetsNest(t *testing.T) {
 	assert.Equal(t, []string{"podgang", "apart/apart/frontend"}, ids("frontend"))
 	assert.Nil(t, NewTree(withoutRoleGroups(&spec)).withoutRoles, "a tree without role groups needs no second one")
 }
+
+// TestPreferredApartHoldsNestedRequiredDomains: the scaling-group replicas a base PodGang holds
+// (d0, d1, d2: each a PodGroup packed into a rack by its group config) kept apart by a
+// preferred anti-affinity group. Each member's preferred rack must also be where its nested
+// required rack is chosen; otherwise tightest fit puts every replica in the first rack, which
+// holds two of them. Racks of two 4-core nodes; each replica asks for 2 pods of 2 cores.
+func TestPreferredApartHoldsNestedRequiredDomains(t *testing.T) {
+	groups := []string{"d0", "d1", "d2"}
+	spec := v1alpha1.PodGangSpec{AntiAffinityGroups: []v1alpha1.RoleAffinityGroup{{Name: "sg", TopologyKey: rackKey}}}
+	demand := map[string]capacity.Demand{}
+	for _, g := range groups {
+		spec.PodGroups = append(spec.PodGroups, v1alpha1.PodGroup{Name: g, MinReplicas: 2})
+		spec.TopologyConstraintGroupConfigs = append(spec.TopologyConstraintGroupConfigs,
+			v1alpha1.TopologyConstraintGroupConfig{Name: "sg-" + g, PodGroupNames: []string{g}, TopologyConstraint: required(rackKey)})
+		spec.AntiAffinityGroups[0].Members = append(spec.AntiAffinityGroups[0].Members, v1alpha1.RoleAffinityMember{Name: "sg-" + g, PodGroupNames: []string{g}})
+		demand[g] = capacity.Demand{Group: g, Shape: cores(2), Count: 2}
+	}
+	cases := []struct {
+		name  string
+		racks map[string][]int64
+		held  map[string][]string
+		// want: per replica, its required rack, which is also its preferred one.
+		want map[string]string
+	}{
+		{
+			name:  "enough racks: one replica per rack",
+			racks: map[string][]int64{"a1": {4, 4}, "a2": {4, 4}, "a3": {4, 4}, "a4": {4, 4}},
+			want:  map[string]string{"d0": "a1", "d1": "a2", "d2": "a3"},
+		},
+		{
+			name:  "two racks for three replicas: the third shares, each still packed in one rack",
+			racks: map[string][]int64{"a1": {4, 4}, "a2": {4, 4}},
+			want:  map[string]string{"d0": "a1", "d1": "a2", "d2": "a1"},
+		},
+		{
+			name:  "a replica already placed keeps its rack from the others",
+			racks: map[string][]int64{"a1": {4, 4}, "a2": {4, 4}, "a3": {4, 4}},
+			held:  map[string][]string{"d1": {"a1-0"}},
+			want:  map[string]string{"d0": "a2", "d1": "a1", "d2": "a3"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Tree: NewTree(&spec), Nodes: cluster(tc.racks), Demand: demand, Held: tc.held}
+			if tc.held != nil {
+				in.Demand = map[string]capacity.Demand{"d0": demand["d0"], "d1": {Group: "d1", Shape: cores(2), Count: 1}, "d2": demand["d2"]}
+			}
+			plan, unfit := Choose(in)
+			require.Nil(t, unfit, "unfit: %v", unfit)
+			got := map[string]string{}
+			for _, g := range groups {
+				r := plan.Required(g)
+				require.Len(t, r, 1, g)
+				got[g] = r[0].Value
+				if p, ok := plan.Preferred(g); ok {
+					assert.Equal(t, r[0], p, "%s: its required rack is its preferred one", g)
+				}
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

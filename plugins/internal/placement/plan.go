@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -313,6 +314,17 @@ type record struct {
 	slices map[string]map[int]SliceDomain
 }
 
+// clone copies the record, so that a committed placement tried in one domain can be undone.
+func (r *record) clone() record {
+	out := record{required: maps.Clone(r.required), preferred: maps.Clone(r.preferred),
+		domains: maps.Clone(r.domains), preferredDomains: maps.Clone(r.preferredDomains),
+		slices: make(map[string]map[int]SliceDomain, len(r.slices))}
+	for g, byIndex := range r.slices {
+		out.slices[g] = maps.Clone(byIndex)
+	}
+	return out
+}
+
 func (p *planner) collectDemand(s *Set) capacity.Demands {
 	var d capacity.Demands
 	for _, g := range s.Groups {
@@ -413,7 +425,9 @@ func (p *planner) fit(s *Set, w work, rec *record) (int64, *Unfit) {
 func (p *planner) fitSet(s *Set, w work, rec *record) (int64, *Unfit) {
 	if s.Required == "" {
 		if rec != nil && s.Preferred != "" {
-			p.choosePreferred(s, w, rec)
+			if pref, holds := p.choosePreferred(s, w, rec); holds {
+				return p.fitPreferred(s, w, pref, rec)
+			}
 		}
 		return p.fitInside(s, w, rec)
 	}
@@ -423,16 +437,39 @@ func (p *planner) fitSet(s *Set, w work, rec *record) (int64, *Unfit) {
 	}
 	p.takeApart(s, s.Required, value)
 	domain := w.subset(pos, false)
+	var placed int64
 	if rec != nil {
 		rec.required[s.ID] = Choice{Key: s.Required, Value: value}
 		rec.domains[s.ID] = p.nodeNames(domain)
 		if s.Preferred != "" {
-			p.choosePreferred(s, domain, rec)
+			if pref, holds := p.choosePreferred(s, domain, rec); holds {
+				placed, unfit = p.fitPreferred(s, domain, pref, rec)
+				w.writeBack(pos, domain)
+				return placed, unfit
+			}
 		}
 	}
-	placed, unfit := p.fitInside(s, domain, rec)
+	placed, unfit = p.fitInside(s, domain, rec)
 	w.writeBack(pos, domain)
 	return placed, unfit
+}
+
+// fitPreferred places what set s holds inside its preferred domain (positions pref in w), which
+// holds it: nested sets choose their domains there. Chosen anywhere, a nested required domain
+// would be the tightest of all and break the preference for nothing — the required rack of a
+// preferred anti-affinity member landing in the rack another member took. Should the committed
+// placement not fit there after all (nested preferences it made differ from the trial), s is
+// placed in w as before.
+func (p *planner) fitPreferred(s *Set, w work, pref []int, rec *record) (int64, *Unfit) {
+	domain := w.subset(pref, true)
+	taken, saved := p.saveTaken(), rec.clone()
+	placed, unfit := p.fitInside(s, domain, rec)
+	if unfit == nil {
+		w.writeBack(pref, domain)
+		return placed, nil
+	}
+	p.taken, *rec = taken, saved
+	return p.fitInside(s, w, rec)
 }
 
 // fitInside places s's nested sets (largest demand first) and then its PodGroups that are in no
@@ -664,22 +701,27 @@ func (p *planner) pinnedBy(s *Set, key, pinned string) string {
 
 // choosePreferred records the domain of s's preferred key: where its members already are, else
 // the tightest domain that holds s, else the one that holds most of it. When the domain holds
-// s, its nodes are recorded too.
-func (p *planner) choosePreferred(s *Set, w work, rec *record) {
+// s, its nodes are recorded too, and returned (positions in w) with holds set.
+func (p *planner) choosePreferred(s *Set, w work, rec *record) (pos []int, holds bool) {
 	pin := p.preferredPin(s, w)
 	pos, value, unfit := p.choosePreferredDomain(s, pin, w)
 	switch {
 	case unfit == nil:
 		rec.preferredDomains[s.ID] = p.nodeNames(w.subset(pos, false))
+		holds = true
 	case pin != "":
 		value = pin
 	case unfit.Best != "":
 		value = unfit.Best
 	default:
-		return
+		return nil, false
 	}
 	rec.preferred[s.ID] = Choice{Key: s.Preferred, Value: value}
 	p.takeApart(s, s.Preferred, value)
+	if !holds {
+		pos = nil
+	}
+	return pos, holds
 }
 
 // allowed is the mask of every node of w; nil when no node excludes a class.

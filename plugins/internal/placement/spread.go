@@ -345,16 +345,22 @@ func markBlocked(nodes []Node, key string, count map[string]int, blocked []bool)
 }
 
 // BlockRequiredSpread takes the nodes the gang's required spreads forbid out of nodes (no
-// room, no class admitted), so that preemption frees room only where the gang may go.
-func BlockRequiredSpread(nodes []Node, spreads []Spread) {
+// room, no class admitted), so that preemption frees room only where the gang may go. A
+// required spread scoped to some PodGroups (a scaling-group replica in a base PodGang) forbids
+// nodes to those PodGroups only, which blocking nodes cannot say: it is returned, for the
+// caller to hand to Choose (Input.Spread) with the nodes.
+func BlockRequiredSpread(nodes []Node, spreads []Spread) (scoped []Spread) {
 	labels := make(map[string]map[string]string, len(nodes))
 	for i := range nodes {
 		labels[nodes[i].Name] = nodes[i].Labels
 	}
 	blocked := make([]bool, len(nodes))
 	for i := range spreads {
-		// A scoped spread binds some PodGroups only: preemption may free room anywhere for it.
-		if spreads[i].Required && len(spreads[i].PodGroups) == 0 {
+		switch {
+		case !spreads[i].Required:
+		case len(spreads[i].PodGroups) > 0:
+			scoped = append(scoped, spreads[i])
+		default:
 			count, _ := spreads[i].use(labels)
 			markBlocked(nodes, spreads[i].Key, count, blocked)
 		}
@@ -364,4 +370,5 @@ func BlockRequiredSpread(nodes []Node, spreads []Spread) {
 			nodes[n].Free, nodes[n].Excluded = capacity.Resources{}, capacity.AnyClass
 		}
 	}
+	return scoped
 }
