@@ -87,3 +87,60 @@ func TestReplacementsBindWhileTheirPredecessorsTerminate(t *testing.T) {
 	waitUpdateEnded(t, env, ns, "serve", 1)
 	w.assertNoPartialGang()
 }
+
+// On a full cluster the replacement waits for the room of the pod it replaces (as a Deployment
+// at maxSurge 0 does), and gets it as soon as that pod is gone: the deletion of a terminating
+// member, which its gang no longer counted, is room for the gang's replacements, not a loss the
+// gang must make up.
+func TestReplacementGetsTheRoomOfItsPredecessorOnAFullCluster(t *testing.T) {
+	env, w, ns := nodesEnv(t, framework.Options{}, 1, twoCPUNode)
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, pcs(ns, "serve", 1, clique("w", 2, "900m"))))
+	old := waitPods(t, env, ns, "serve", 2, func(p corev1.Pod) bool { return p.Spec.NodeName != "" })
+	for _, p := range old {
+		setHold(t, env, p, true)
+	}
+	t.Cleanup(func() {
+		for _, p := range podsOf(t, env, ns, "serve") {
+			setHold(t, env, p, false)
+		}
+	})
+
+	updatePCS(t, env, ns, "serve", v2)
+	var waiting corev1.Pod
+	require.Eventually(t, func() bool {
+		for _, p := range podsOf(t, env, ns, "serve") {
+			if p.Labels["version"] == "v2" && p.Spec.NodeName == "" && podScheduledFalse(p) {
+				waiting = p
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 250*time.Millisecond, "a replacement waits for room while its predecessor terminates")
+	for _, p := range podsOf(t, env, ns, "serve") {
+		if p.DeletionTimestamp != nil {
+			setHold(t, env, p, false)
+		}
+	}
+	if !assert.Eventually(t, func() bool {
+		p := &corev1.Pod{}
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(&waiting), p) == nil && p.Spec.NodeName != ""
+	}, 30*time.Second, 250*time.Millisecond, "the replacement binds once its predecessor is gone") {
+		t.Fatal(dumpGangs(t, env, ns, "serve"))
+	}
+	for _, p := range podsOf(t, env, ns, "serve") {
+		setHold(t, env, p, false)
+	}
+	waitUpdateEnded(t, env, ns, "serve", 1)
+	w.assertNoPartialGang()
+}
+
+// podScheduledFalse: the scheduler tried the pod and found no room for it.
+func podScheduledFalse(p corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
+}
