@@ -30,9 +30,11 @@ func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint
 }
 
 // isSchedulableAfterPodDeleted requeues a member when the deleted pod freed room on a node:
-// not when it had none (it freed nothing), nor when it was a member of the same gang (the gang
-// now needs again what that member held; the gang cache tells the plugin about its own
-// members, GangEvent).
+// not when it had none (it freed nothing), nor when it was a member of the same gang that still
+// counted as holding its node (the gang now needs again what that member held; the gang cache
+// tells the plugin about its own members, GangEvent). A member that was terminating counted for
+// nothing since its deletion began (its replacements are the quorum): the room it frees is room
+// they may be waiting for, as on a full cluster during a rolling update.
 func (p *Plugin) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	deleted, _, err := util.As[*v1.Pod](oldObj, newObj)
 	if err != nil {
@@ -48,7 +50,7 @@ func (p *Plugin) isSchedulableAfterPodDeleted(logger klog.Logger, pod *v1.Pod, o
 	}
 	// Before the member is requeued (gangcache.Cache.RoomChanged).
 	p.gangs.RoomChanged()
-	if other, _, ok := gangcache.GangKey(deleted); ok && other == key {
+	if other, _, ok := gangcache.GangKey(deleted); ok && other == key && deleted.DeletionTimestamp == nil {
 		return fwk.QueueSkip, nil
 	}
 	return p.unlessBackingOff(pod, key), nil

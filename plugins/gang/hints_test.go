@@ -132,6 +132,11 @@ func TestIsSchedulableAfterPodDeleted(t *testing.T) {
 		{name: "a pod outside gangs freed room", deleted: func(_, _ []*v1.Pod) any { return onNode(plain) }, want: fwk.Queue},
 		{name: "a member of another gang freed room", deleted: func(_, other []*v1.Pod) any { return other[0] }, want: fwk.Queue},
 		{name: "a member of the same gang: it needs that room again", deleted: func(own, _ []*v1.Pod) any { return own[0] }, want: fwk.QueueSkip},
+		{name: "a terminating member of the same gang, replaced already: its room is free for the replacements", deleted: func(own, _ []*v1.Pod) any {
+			gone := own[0].DeepCopy()
+			gone.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			return gone
+		}, want: fwk.Queue},
 		{name: "a pod without a node freed nothing", deleted: func(_, _ []*v1.Pod) any { return plain }, want: fwk.QueueSkip},
 		{name: "pods outside gangs are left to their plugins", plain: true, deleted: func(_, _ []*v1.Pod) any { return plain }, want: fwk.Queue},
 		{name: "another member scouts", scout: true, deleted: func(_, other []*v1.Pod) any { return other[0] }, want: fwk.QueueSkip},

@@ -130,6 +130,11 @@ type member struct {
 	state   memberState
 	node    string
 	running bool
+	// leaving: the pod is terminating. It still occupies its node (the framework charges it
+	// there until it is gone) but holds no place in its gang: a rolling update deletes a gang's
+	// pods and lists their replacements in the same PodGang, and counted as bound the old pods
+	// would make the new quorum look placed until they are gone.
+	leaving bool
 }
 
 type groupCounts struct {
@@ -332,13 +337,14 @@ func (e *entry) add(m *member, sign int32) {
 	if m.present {
 		g.present += sign
 	}
-	switch m.state {
-	case assumed:
+	switch {
+	case m.leaving:
+	case m.state == assumed:
 		g.assumed += sign
-	case bound:
+	case m.state == bound:
 		g.bound += sign
 	}
-	if m.running {
+	if m.running && !m.leaving {
 		g.running += sign
 	}
 	if sign > 0 && !g.hasTemplate {
@@ -459,7 +465,8 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entry(key)
-	m := &member{pod: pod, group: group, present: e.isPresentIn(pod, group), running: pod.Status.Phase == v1.PodRunning}
+	m := &member{pod: pod, group: group, present: e.isPresentIn(pod, group), running: pod.Status.Phase == v1.PodRunning,
+		leaving: pod.DeletionTimestamp != nil}
 	old := e.members[pod.UID]
 	switch {
 	case pod.Spec.NodeName != "":
@@ -467,7 +474,7 @@ func (c *Cache) upsertPod(pod *v1.Pod) (string, []Event) {
 	case old != nil && old.state != pending:
 		m.state, m.node = old.state, old.node
 	}
-	changed := old == nil || old.state != m.state || old.running != m.running || old.present != m.present
+	changed := old == nil || old.state != m.state || old.running != m.running || old.present != m.present || old.leaving != m.leaving
 	first := len(e.members) == 0
 	wasPlaced := e.placedBase()
 	e.setMember(pod.UID, m)
@@ -616,7 +623,7 @@ func (c *Cache) setPlacement(pod *v1.Pod, state memberState, node string) {
 	c.mu.Lock()
 	e := c.entry(key)
 	old := e.members[pod.UID]
-	m := &member{pod: pod, group: group, present: e.isPresentIn(pod, group), state: state, node: node}
+	m := &member{pod: pod, group: group, present: e.isPresentIn(pod, group), state: state, node: node, leaving: pod.DeletionTimestamp != nil}
 	if old != nil {
 		cp := *old
 		m = &cp
@@ -714,8 +721,8 @@ func (c *Cache) NodeRules(key string, pod *v1.Pod) []nodes.Rules {
 // Member scans: which members a question is about.
 func (m *member) pendingPresent() bool { return m.state == pending && m.present }
 func (m *member) isAssumed() bool      { return m.state == assumed }
-func (m *member) isBound() bool        { return m.state == bound }
-func (m *member) holdsNode() bool      { return m.state != pending && m.node != "" }
+func (m *member) isBound() bool        { return m.state == bound && !m.leaving }
+func (m *member) holdsNode() bool      { return m.state != pending && m.node != "" && !m.leaving }
 
 // pods appends the pods of the members keep selects to out.
 func (e *entry) pods(out []*v1.Pod, keep func(*member) bool) []*v1.Pod {

@@ -83,7 +83,7 @@ func TestCountsFollowInformerAndScheduler(t *testing.T) {
 		{"a stale informer copy does not unbind it", func(c *Cache) { c.UpsertPod(memberPod("1", "a")) }, counts{1, 0, 1}},
 		{"nor does a late Forget", func(c *Cache) { c.Forget(memberPod("1", "a")) }, counts{1, 0, 1}},
 		{"a member the informer shows bound", func(c *Cache) { c.UpsertPod(memberPod("2", "a", boundTo("n2"))) }, counts{2, 0, 2}},
-		{"a terminating member is not present but still bound", func(c *Cache) { c.UpsertPod(memberPod("2", "a", boundTo("n2"), terminating)) }, counts{1, 0, 2}},
+		{"a terminating member is neither present nor bound: it holds no place in the gang", func(c *Cache) { c.UpsertPod(memberPod("2", "a", boundTo("n2"), terminating)) }, counts{1, 0, 1}},
 		{"deleted members are gone", func(c *Cache) {
 			c.DeletePod(memberPod("2", "a"))
 			c.DeletePod(memberPod("1", "a"))
@@ -429,4 +429,49 @@ func TestScheduledAtIsTheLatestBindingOfTheBoundMembers(t *testing.T) {
 	assert.Equal(t, t0.Add(3*time.Second), c.ScheduledAt("ns/g"), "the latest binding; a pending member does not count")
 	c.Bind(memberPod("p3", "a"), "n3")
 	assert.True(t, c.ScheduledAt("ns/g").IsZero(), "a member bound in the cache whose update has not arrived")
+}
+
+// A rolling update replaces a gang's pods under the same PodGang: the old members are deleted
+// and stay on their nodes, terminating, until they are gone, while the replacements are created.
+// The terminating members do not hold the new quorum (the replacements would be taken for
+// elastic pods of a placed gang), pin it to their nodes, nor keep a base PodGang placed.
+func TestTerminatingMembersDoNotHoldTheirReplacementsQuorum(t *testing.T) {
+	c := New()
+	c.UpsertPodGang(podGang(1, 1, 2))
+	old := map[string][2]string{"old-a": {"a", "n1"}, "old-b1": {"b", "n2"}, "old-b2": {"b", "n3"}}
+	for uid, at := range old {
+		c.UpsertPod(memberPod(uid, at[0], boundTo(at[1])))
+	}
+	g, _ := c.Get(key)
+	require.True(t, g.Quorum.Bound())
+
+	for uid, at := range old {
+		c.UpsertPod(memberPod(uid, at[0], boundTo(at[1]), terminating))
+	}
+	fresh := map[string]string{"new-a": "a", "new-b1": "b", "new-b2": "b"}
+	for uid, group := range fresh {
+		c.UpsertPod(memberPod(uid, group))
+	}
+
+	g, _ = c.Get(key)
+	assert.False(t, g.Quorum.Held(), "the replacements' quorum has no node yet: %v", g.Quorum)
+	assert.Empty(t, g.Quorum.Missing(), "the replacements are present")
+	assert.Empty(t, c.HeldNodes(key), "the old members' nodes do not pin the replacements")
+	assert.Len(t, c.Pending(key), 3)
+	w := c.WaitingAhead(order.Entry{Key: "ns/other", Tier: order.Elastic}, nil)
+	if assert.Len(t, w, 1, "the replacements' quorum waits") {
+		assert.Equal(t, key, w[0].Key)
+	}
+	c.mu.RLock()
+	placed := c.gangs[key].placedBase()
+	c.mu.RUnlock()
+	assert.False(t, placed, "a base PodGang whose old members terminate is not placed for its scaled PodGangs")
+
+	// The replacements bind: the quorum is bound again, by them alone.
+	for uid, group := range fresh {
+		c.Bind(memberPod(uid, group), "n4")
+	}
+	g, _ = c.Get(key)
+	assert.True(t, g.Quorum.Bound(), "%v", g.Quorum)
+	assert.Equal(t, map[string][]string{"a": {"n4"}, "b": {"n4", "n4"}}, c.BoundNodes(key))
 }
