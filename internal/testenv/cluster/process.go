@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -102,6 +103,10 @@ func (p *process) stop(grace time.Duration) error {
 // range. A port taken from the ephemeral range (":0") can be handed to an outgoing
 // connection of another test process between our Close and the server's bind, which made
 // kube-apiserver fail with "address already in use" when test packages run in parallel.
+//
+// A port is handed out once per process: the ports of one environment are asked for one after
+// another before any is bound, and two draws of the same free port made grove-operator refuse
+// its configuration (two servers on one port).
 func FreePort() (int, error) {
 	low, _ := ephemeralRange()
 	// Up to 12000 ports just under the ephemeral range, never below 10000.
@@ -110,6 +115,9 @@ func FreePort() (int, error) {
 	if span > 0 {
 		for range 200 {
 			port := base + rand.IntN(span)
+			if !handOut(port) {
+				continue
+			}
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 			if err != nil {
 				continue
@@ -124,6 +132,25 @@ func FreePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// handOut records port as handed out by FreePort, reporting false if it already was.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // ephemeralRange reads the kernel's local port range, defaulting to Linux's.

@@ -26,6 +26,18 @@ func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
 	}
 }
 
+// The ports of one environment are asked for before any is bound: FreePort never hands out
+// the same port twice in a process (2000 draws from about 12000 ports would repeat one).
+func TestFreePortHandsOutAPortOnce(t *testing.T) {
+	seen := map[int]bool{}
+	for range 2000 {
+		port, err := FreePort()
+		require.NoError(t, err)
+		require.False(t, seen[port], "port %d handed out twice", port)
+		seen[port] = true
+	}
+}
+
 // A server that lost its port between FreePort and bind is started again; any other
 // failure is returned as it is.
 func TestStartRetriesOnlyALostPortRace(t *testing.T) {
