@@ -41,16 +41,7 @@ func setHold(t *testing.T, env *framework.Env, pod corev1.Pod, hold bool) {
 func TestReplacementsBindWhileTheirPredecessorsTerminate(t *testing.T) {
 	env, w, ns := nodesEnv(t, framework.Options{}, 2, twoCPUNode)
 	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, pcs(ns, "serve", 1, clique("w", 2, "100m"))))
-	old := waitPods(t, env, ns, "serve", 2, func(p corev1.Pod) bool { return p.Spec.NodeName != "" })
-	for _, p := range old {
-		setHold(t, env, p, true)
-	}
-	t.Cleanup(func() {
-		for _, p := range podsOf(t, env, ns, "serve") {
-			setHold(t, env, p, false)
-		}
-	})
+	heldServePods(t, env, ns, "100m")
 
 	// Two pods of 1950m on two nodes of 2 CPU, one of which serve's pods use: short of room.
 	require.NoError(t, env.Client.Create(ctx, pcs(ns, "blocker", 1, clique("w", 2, "1950m"))))
@@ -95,16 +86,7 @@ func TestReplacementsBindWhileTheirPredecessorsTerminate(t *testing.T) {
 func TestReplacementGetsTheRoomOfItsPredecessorOnAFullCluster(t *testing.T) {
 	env, w, ns := nodesEnv(t, framework.Options{}, 1, twoCPUNode)
 	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, pcs(ns, "serve", 1, clique("w", 2, "900m"))))
-	old := waitPods(t, env, ns, "serve", 2, func(p corev1.Pod) bool { return p.Spec.NodeName != "" })
-	for _, p := range old {
-		setHold(t, env, p, true)
-	}
-	t.Cleanup(func() {
-		for _, p := range podsOf(t, env, ns, "serve") {
-			setHold(t, env, p, false)
-		}
-	})
+	heldServePods(t, env, ns, "900m")
 
 	updatePCS(t, env, ns, "serve", v2)
 	var waiting corev1.Pod
@@ -143,4 +125,19 @@ func podScheduledFalse(p corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// heldServePods creates PodCliqueSet "serve" of two pods of cpu, waits until both are bound and
+// holds them with a finalizer, so that once deleted they terminate until the test ends.
+func heldServePods(t *testing.T, env *framework.Env, ns, cpu string) {
+	t.Helper()
+	require.NoError(t, env.Client.Create(context.Background(), pcs(ns, "serve", 1, clique("w", 2, cpu))))
+	for _, p := range waitPods(t, env, ns, "serve", 2, func(p corev1.Pod) bool { return p.Spec.NodeName != "" }) {
+		setHold(t, env, p, true)
+	}
+	t.Cleanup(func() {
+		for _, p := range podsOf(t, env, ns, "serve") {
+			setHold(t, env, p, false)
+		}
+	})
 }
