@@ -34,6 +34,10 @@ type PodCliqueTarget struct {
 	Clique *corev1alpha1.PodCliqueTemplateSpec
 	// Member is set for a PodClique of a scaling group.
 	Member *ScalingGroupMember
+	// Hashes, when set, are the hashes of PCS's template computed once for all its targets
+	// (hash.NewTemplates; Clique must be one of that template's cliques); otherwise each target
+	// hashes the template itself.
+	Hashes *hash.Templates
 }
 
 // Name is the PodClique's name.
@@ -70,8 +74,13 @@ func (t PodCliqueTarget) Labels() map[string]string {
 	}
 	maps.Copy(l, ReplicaLabels(t.PCS.Name, component, t.Replica))
 	l[apicommon.LabelPodGang] = t.PodGang()
-	l[apicommon.LabelPodTemplateHash] = hash.PodTemplate(t.Clique, t.PCS.Spec.Template.PriorityClassName)
-	l[apicommon.LabelPodCliqueSetGenerationHash] = hash.PodCliqueSetGeneration(&t.PCS.Spec.Template)
+	if t.Hashes != nil {
+		l[apicommon.LabelPodTemplateHash] = t.Hashes.Clique(t.Clique.Name)
+		l[apicommon.LabelPodCliqueSetGenerationHash] = t.Hashes.Generation()
+	} else {
+		l[apicommon.LabelPodTemplateHash] = hash.PodTemplate(t.Clique, t.PCS.Spec.Template.PriorityClassName)
+		l[apicommon.LabelPodCliqueSetGenerationHash] = hash.PodCliqueSetGeneration(&t.PCS.Spec.Template)
+	}
 	if t.Member != nil {
 		l[apicommon.LabelPodCliqueScalingGroup] = t.Member.Name
 		l[apicommon.LabelPodCliqueScalingGroupReplicaIndex] = strconv.Itoa(t.Member.Replica)

@@ -83,3 +83,15 @@ func TestPodCliqueSetGeneration(t *testing.T) {
 		})
 	}
 }
+
+// The hashes are on every existing PodClique and pod: a change of the encoding would start a
+// rollout of every PodCliqueSet on upgrade. The value was computed by an earlier release.
+func TestTemplatesKeepTheHashesObjectsCarry(t *testing.T) {
+	tmpl := &corev1alpha1.PodCliqueSetTemplateSpec{Cliques: []*corev1alpha1.PodCliqueTemplateSpec{clique("b", "img:1"), clique("a", "img:2")}, PriorityClassName: "high"}
+	h := NewTemplates(tmpl)
+	assert.Equal(t, "b6c4494dbf44d9d79fb", h.Generation())
+	assert.Equal(t, h.Generation(), PodCliqueSetGeneration(tmpl))
+	assert.Equal(t, PodTemplate(tmpl.Cliques[0], "high"), h.Clique("b"))
+	assert.Equal(t, PodTemplate(tmpl.Cliques[1], "high"), h.Clique("a"))
+	assert.Empty(t, h.Clique("c"))
+}

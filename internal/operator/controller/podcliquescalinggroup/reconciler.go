@@ -28,6 +28,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/expectations"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
@@ -110,16 +111,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// watched here, hence the requeue).
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
+	hashes := hash.NewTemplates(&pcs.Spec.Template)
+	pods := &groupPods{reader: r.Client, pcsg: pcsg}
 	// The group's claims exist before its members' pods reference them.
 	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
 	var conflicts bool
 	if syncErr == nil {
-		conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members)
+		conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes)
 	}
 	if syncErr == nil {
-		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members)
+		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members, pods, hashes)
 	}
-	recheck, statusErr := r.updateStatus(ctx, pcs, pcsg, members, syncErr == nil)
+	recheck, statusErr := r.updateStatus(ctx, pcs, pcsg, members, pods, hashes, syncErr == nil)
 	res := reconcile.Result{RequeueAfter: recheck}
 	if conflicts {
 		// The other PodClique's deletion sends no event this controller sees.
@@ -127,6 +130,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	return res, errors.Join(syncErr, statusErr)
 }
+
+// groupPods are the group's pods, listed once per reconcile on first use, from the informer
+// without copying: a large group's reconcile spent most of its time copying the same pods for
+// each reader. They must not be modified. Not safe for concurrent use.
+type groupPods struct {
+	reader client.Reader
+	pcsg   *corev1alpha1.PodCliqueScalingGroup
+	items  []corev1.Pod
+	listed bool
+}
+
+func (g *groupPods) list(ctx context.Context) ([]corev1.Pod, error) {
+	if g.listed {
+		return g.items, nil
+	}
+	list := &corev1.PodList{}
+	if err := common.ListManaged(ctx, g.reader, list, g.pcsg.Namespace, map[string]string{
+		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(g.pcsg),
+		apicommon.LabelPodCliqueScalingGroup: g.pcsg.Name,
+	}, apicommon.LabelPodCliqueScalingGroup, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	g.items, g.listed = list.Items, true
+	return g.items, nil
+}
+
+// changed marks the pods as changed by this reconcile: the next reader lists them again.
+func (g *groupPods) changed() { g.listed = false }
 
 // listMembers lists the group's PodCliques from the cache.
 func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup) ([]*corev1alpha1.PodClique, error) {
@@ -148,7 +179,8 @@ func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliq
 // syncMembers deletes the PodCliques of replicas at or above spec.replicas (and of cliques no
 // longer in the group) and creates or updates the others.
 // It reports whether a member's name is held by a PodClique Grove did not create.
-func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) (bool, error) {
+func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique,
+	pods *groupPods, hashes *hash.Templates) (bool, error) {
 	pcsReplica, ok := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !ok {
 		return false, reconcile.TerminalError(fmt.Errorf("PodCliqueScalingGroup %s has no valid %s label", pcsg.Name, apicommon.LabelPodCliqueSetReplicaIndex))
@@ -161,7 +193,7 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 			if clique == nil {
 				continue
 			}
-			targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: pcsReplica, Clique: clique,
+			targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: pcsReplica, Clique: clique, Hashes: hashes,
 				Member: &common.ScalingGroupMember{Name: pcsg.Name, Replica: j, MinAvailable: minAvailable}})
 		}
 	}
@@ -175,7 +207,7 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 			unwanted = append(unwanted, m)
 		}
 	}
-	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted)
+	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods)
 	if err != nil {
 		return false, err
 	}
@@ -227,13 +259,13 @@ func ptrOr(p *int32, def int32) int32 {
 // replicas and replicas still being removed allows. Outside an update, or for members of
 // cliques no longer in the group, nothing is held back.
 func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members, unwanted []*corev1alpha1.PodClique) ([]*corev1alpha1.PodClique, error) {
+	members, unwanted []*corev1alpha1.PodClique, pods *groupPods) ([]*corev1alpha1.PodClique, error) {
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	progress := pcsg.Status.UpdateProgress
 	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
 		return unwanted, nil
 	}
-	replicas, _, err := r.groupReplicas(ctx, pcsg, members)
+	replicas, _, err := r.groupReplicas(ctx, pods, members)
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,12 @@ import (
 // (computed from the observed status, which the consistency check keeps current).
 // recheck is when the UpdateInProgress condition's progressDeadline runs out (0: never).
 func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique, synced bool) (recheck time.Duration, err error) {
-	status := computeStatus(pcsg, members, hash.PodCliqueSetGeneration(&pcs.Spec.Template))
+	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates, synced bool) (recheck time.Duration, err error) {
+	status := computeStatus(pcsg, members, hashes.Generation())
 	if !synced {
 		status.ObservedGeneration = pcsg.Status.ObservedGeneration
 	}
-	rollout, err := r.rollout(ctx, pcs, pcsg)
+	rollout, err := r.rollout(ctx, pcs, pcsg, pods, hashes)
 	if err != nil {
 		return 0, err
 	}
@@ -50,7 +50,8 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliq
 
 // rollout reads the group's part in an update of its PodCliqueSet replica from the members'
 // pods, measured against the template (as the PodCliqueSet's own UpdateInProgress is).
-func (r *Reconciler) rollout(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup) (common.ComponentRollout, error) {
+func (r *Reconciler) rollout(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
+	groupPods *groupPods, hashes *hash.Templates) (common.ComponentRollout, error) {
 	replica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	var deadline *metav1.Duration
 	if ru := rollingUpdateOfGroup(pcs, pcsg); ru != nil {
@@ -68,20 +69,17 @@ func (r *Reconciler) rollout(ctx context.Context, pcs *corev1alpha1.PodCliqueSet
 			continue
 		}
 		for j := range int(pcsg.Spec.Replicas) {
-			want[apicommon.ScalingGroupPodCliqueName(pcsg.Name, j, name)] = hash.PodTemplate(c, t.PriorityClassName)
+			want[apicommon.ScalingGroupPodCliqueName(pcsg.Name, j, name)] = hashes.Clique(name)
 		}
 		desired += c.Spec.Replicas * pcsg.Spec.Replicas
 	}
-	list := &corev1.PodList{}
-	if err := common.ListManaged(ctx, r.Client, list, pcsg.Namespace, map[string]string{
-		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg),
-		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
-	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
+	items, err := groupPods.list(ctx)
+	if err != nil {
 		return common.ComponentRollout{}, err
 	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
+	pods := make([]*corev1.Pod, len(items))
+	for i := range items {
+		pods[i] = &items[i]
 	}
 	return common.ComponentRolloutOf(pcs, replica, pods, want, desired, deadline), nil
 }

@@ -17,6 +17,7 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 	"github.com/ai-dynamo/grove/internal/testenv/backendtest"
 )
 
@@ -52,7 +53,7 @@ func TestStatusWriteWaitsForTheCacheToShowTheLastOne(t *testing.T) {
 		if !r.writes.CaughtUp(ctx, pcsg, key) {
 			return true
 		}
-		_, err := r.updateStatus(ctx, pcs, cached, members, true)
+		_, err := r.updateStatus(ctx, pcs, cached, members, &groupPods{reader: r.Client, pcsg: cached}, hash.NewTemplates(&pcs.Spec.Template), true)
 		require.NoError(t, err)
 		return false
 	}

@@ -41,12 +41,12 @@ type groupReplica struct {
 // included. Under Coherent the PodCliqueSet controller replaces the replica's pods instead. Deletions are remembered until the cache shows them, so a reconcile
 // on a stale cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique) error {
-	replicas, accepted, err := r.groupReplicas(ctx, pcsg, members)
+	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) error {
+	replicas, accepted, err := r.groupReplicas(ctx, pods, members)
 	if err != nil {
 		return err
 	}
-	generation := hash.PodCliqueSetGeneration(&pcs.Spec.Template)
+	generation := hashes.Generation()
 	progress := pcsg.Status.UpdateProgress.DeepCopy()
 	anyOutdated := slices.ContainsFunc(replicas, func(g groupReplica) bool { return len(g.outdated) > 0 })
 	inFlight := func() (int, bool) {
@@ -124,6 +124,9 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	// its pods deleted one after another kept it down (and the next step waiting) for a round
 	// trip per pod.
 	key := client.ObjectKeyFromObject(pcsg).String()
+	if len(deletions) > 0 {
+		pods.changed()
+	}
 	errs := make([]error, len(deletions))
 	var wg sync.WaitGroup
 	for i, p := range deletions {
@@ -224,24 +227,22 @@ func (r *Reconciler) writeProgress(ctx context.Context, pcsg *corev1alpha1.PodCl
 
 // groupReplicas reads the state of each group replica from its members' pods; accepted are the
 // pod template hashes of the group's live pods (templates the apiserver has created pods of).
-func (r *Reconciler) groupReplicas(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique) ([]groupReplica, map[string]bool, error) {
-	list := &corev1.PodList{}
-	if err := common.ListManaged(ctx, r.Client, list, pcsg.Namespace, map[string]string{
-		apicommon.LabelManagedByKey: apicommon.LabelManagedByValue, apicommon.LabelPartOfKey: common.PodCliqueSetName(pcsg),
-		apicommon.LabelPodCliqueScalingGroup: pcsg.Name,
-	}, apicommon.LabelPodCliqueScalingGroup); err != nil {
+func (r *Reconciler) groupReplicas(ctx context.Context, groupPods *groupPods, members []*corev1alpha1.PodClique) ([]groupReplica, map[string]bool, error) {
+	pcsg := groupPods.pcsg
+	items, err := groupPods.list(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	live := make(map[types.UID]bool, len(list.Items))
-	for i := range list.Items {
-		live[list.Items[i].UID] = common.IsActive(&list.Items[i])
+	live := make(map[types.UID]bool, len(items))
+	for i := range items {
+		live[items[i].UID] = common.IsActive(&items[i])
 	}
 	// A pod this controller deleted that the cache still lists is gone already.
 	deleting := r.deletions().Pending(client.ObjectKeyFromObject(pcsg).String(), live).Deletions
 	pods := map[string][]*corev1.Pod{}
 	accepted := map[string]bool{}
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		if common.IsActive(p) && !deleting[p.UID] {
 			pods[p.Labels[apicommon.LabelPodClique]] = append(pods[p.Labels[apicommon.LabelPodClique]], p)
 			accepted[p.Labels[apicommon.LabelPodTemplateHash]] = true

@@ -29,7 +29,7 @@ func (r *Reconciler) adoptForeignHashes(ctx context.Context, st *state) error {
 		return nil
 	}
 	st.takenOver = true
-	generation := hash.PodCliqueSetGeneration(&st.pcs.Spec.Template)
+	generation := st.templateHashes().Generation()
 	pclqs, err := st.children.podCliques(ctx)
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func (r *Reconciler) adoptForeignHashes(ctx context.Context, st *state) error {
 			relabelled++
 		}
 		// The PodClique last: until then its pods and it still agree on one hash.
-		if err := relabel(ctx, r.Client, pclq, want, generation); err != nil {
+		if err := relabel(ctx, r.Client, pclq.DeepCopy(), want, generation); err != nil { // pclq is the informer's
 			return fmt.Errorf("relabelling PodClique %s: %w", pclq.Name, err)
 		}
 		log.FromContext(ctx).Info("adopted a PodClique written with another operator's template hash",

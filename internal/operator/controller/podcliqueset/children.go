@@ -66,9 +66,11 @@ func (c *children) list(ctx context.Context, kind childKind, empty func() client
 }
 
 // podCliques are the PodCliques carrying the PodCliqueSet's labels (its own and its scaling
-// groups').
+// groups'), the informer's own objects like pods: each carries a whole pod template, and a
+// reconcile during a rollout of a large PodCliqueSet spent a tenth of its time copying them.
+// They must never be modified; a writer copies the PodClique first.
 func (c *children) podCliques(ctx context.Context) ([]corev1alpha1.PodClique, error) {
-	l, err := c.list(ctx, childPodCliques, func() client.ObjectList { return &corev1alpha1.PodCliqueList{} })
+	l, err := c.list(ctx, childPodCliques, func() client.ObjectList { return &corev1alpha1.PodCliqueList{} }, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
-	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 	grovemetrics "github.com/ai-dynamo/grove/internal/operator/metrics"
 )
 
@@ -43,7 +42,7 @@ func (r *Reconciler) replaceCoherently(ctx context.Context, st *state, status *c
 	t := &st.pcs.Spec.Template
 	for i := range updating {
 		for _, c := range t.StandaloneCliques() {
-			want[apicommon.StandalonePodCliqueName(st.pcs.Name, i, c.Name)] = hash.PodTemplate(c, t.PriorityClassName)
+			want[apicommon.StandalonePodCliqueName(st.pcs.Name, i, c.Name)] = st.templateHashes().Clique(c.Name)
 		}
 	}
 	for i := range pclqs {
@@ -55,7 +54,7 @@ func (r *Reconciler) replaceCoherently(ctx context.Context, st *state, status *c
 		}
 		for _, c := range t.Cliques {
 			if c != nil && apicommon.ScalingGroupPodCliqueName(p.Labels[apicommon.LabelPodCliqueScalingGroup], j, c.Name) == p.Name {
-				want[p.Name] = hash.PodTemplate(c, t.PriorityClassName)
+				want[p.Name] = st.templateHashes().Clique(c.Name)
 			}
 		}
 	}

@@ -22,11 +22,12 @@ type podCliques struct{ r *Reconciler }
 
 func (*podCliques) Name() string { return "podclique" }
 
-func standaloneTargets(pcs *corev1alpha1.PodCliqueSet) []common.PodCliqueTarget {
+func standaloneTargets(st *state) []common.PodCliqueTarget {
+	pcs := st.pcs
 	var targets []common.PodCliqueTarget
 	for i := range int(pcs.Spec.Replicas) {
 		for _, c := range pcs.Spec.Template.StandaloneCliques() {
-			targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: i, Clique: c})
+			targets = append(targets, common.PodCliqueTarget{PCS: pcs, Replica: i, Clique: c, Hashes: st.templateHashes()})
 		}
 	}
 	return targets
@@ -43,7 +44,7 @@ func (c *podCliques) Sync(ctx context.Context, st *state) error {
 			owned = append(owned, &pclqs[i])
 		}
 	}
-	targets := standaloneTargets(st.pcs)
+	targets := standaloneTargets(st)
 	wanted := map[string]bool{}
 	for _, t := range targets {
 		wanted[t.Name()] = true

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 	"github.com/ai-dynamo/grove/internal/operator/resourceclaim"
 )
 
@@ -127,6 +128,9 @@ type state struct {
 	requeue time.Duration
 	// children: the PodCliqueSet's children as this reconcile observed them.
 	children *children
+	// hashes of pcs's template, computed on first use (templateHashes).
+	hashesOnce sync.Once
+	hashes     *hash.Templates
 	// nodeFailures is status.nodeFailures as the node-failure component computed it (set when
 	// nodeFailuresSynced); backOffs are the replicas whose next replacement waits, until when.
 	nodeFailures       []corev1alpha1.ReplicaNodeFailureStatus
@@ -273,6 +277,12 @@ func (r *Reconciler) newState(stored *corev1alpha1.PodCliqueSet) *state {
 	corev1alpha1.SetDefaultsPodCliqueSet(st.pcs)
 	st.backend, st.backendErrs = r.Registry.ForPodCliqueSet(st.pcs)
 	return st
+}
+
+// templateHashes are the hashes of the (defaulted) template, computed once per reconcile.
+func (st *state) templateHashes() *hash.Templates {
+	st.hashesOnce.Do(func() { st.hashes = hash.NewTemplates(&st.pcs.Spec.Template) })
+	return st.hashes
 }
 
 // gangsOutcome is the gang writer's last sync of the PodCliqueSet, for its status: the PodGang

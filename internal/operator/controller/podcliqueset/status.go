@@ -21,7 +21,6 @@ import (
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	"github.com/ai-dynamo/grove/internal/operator/controller/component"
-	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
 // updateStatus writes the PodCliqueSet's status when it changed: the status this reconcile
@@ -86,7 +85,7 @@ func podGangStatuses(pcs *corev1alpha1.PodCliqueSet, gangs []schedv1alpha1.PodGa
 func computeStatus(st *state, pclqs []corev1alpha1.PodClique, pcsgs []corev1alpha1.PodCliqueScalingGroup, syncErr error) corev1alpha1.PodCliqueSetStatus {
 	pcs := st.pcs
 	status := *st.stored.Status.DeepCopy()
-	generationHash := hash.PodCliqueSetGeneration(&pcs.Spec.Template)
+	generationHash := st.templateHashes().Generation()
 	type replicaState struct {
 		// settled: every pod of every PodClique of the replica is ready.
 		exists, available, updated, settled bool
