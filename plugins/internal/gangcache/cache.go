@@ -194,8 +194,20 @@ type entry struct {
 	// may stay above the members left): a bound that lets WaitingQuorums pass over gangs
 	// without reading their members.
 	topPriority int32
+	// held lists the nodes members hold (assumed or bound, not leaving), per PodGroup, with how
+	// many members hold each; heldAt is each (PodGroup, node)'s position in held. Kept with the
+	// counts so that a replica spread reads what every other replica holds without walking
+	// their members (Spreads, once per gang plan, over every gang of the namespace).
+	held   []heldNode
+	heldAt map[heldNode]int
 
 	gangState
+}
+
+// heldNode is a node some members of one PodGroup hold; n counts them (0 in heldAt's keys).
+type heldNode struct {
+	group, node string
+	n           int32
 }
 
 // gangState is what a record knows about the PodGang's scheduling beyond its members; it is
@@ -347,9 +359,35 @@ func (e *entry) add(m *member, sign int32) {
 	if m.running && !m.leaving {
 		g.running += sign
 	}
+	if m.holdsNode() {
+		e.hold(m.group, m.node, sign)
+	}
 	if sign > 0 && !g.hasTemplate {
 		g.template, g.hasTemplate = TemplateOf(m.pod), true
 	}
+}
+
+// hold counts one more (sign +1) or one fewer member of group on node in e.held.
+func (e *entry) hold(group, node string, sign int32) {
+	k := heldNode{group: group, node: node}
+	if i, ok := e.heldAt[k]; ok {
+		if e.held[i].n += sign; e.held[i].n <= 0 {
+			last := len(e.held) - 1
+			e.held[i] = e.held[last]
+			e.heldAt[heldNode{group: e.held[i].group, node: e.held[i].node}] = i
+			e.held = e.held[:last]
+			delete(e.heldAt, k)
+		}
+		return
+	}
+	if sign <= 0 {
+		return
+	}
+	if e.heldAt == nil {
+		e.heldAt = map[heldNode]int{}
+	}
+	e.heldAt[k] = len(e.held)
+	e.held = append(e.held, heldNode{group: group, node: node, n: sign})
 }
 
 // setMember replaces the member's record, keeping the counts and membersSince right.

@@ -1,6 +1,8 @@
 package gangcache
 
 import (
+	"slices"
+
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -19,26 +21,18 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 	}
 	own := e.podGang.Spec.ReplicaSpreadConstraints
 	out := make([]placement.Spread, len(own))
-	// Per constraint, the members by replica: a replica's PodGangs merge into one member.
-	byMember := make([]map[string]*placement.SpreadMember, len(own))
+	// Per constraint, the members by replica (positions in its Others): a replica's PodGangs
+	// merge into one member.
+	byMember := make([]map[string]int, len(own))
+	peers := c.byName[e.namespace]
 	for i, rs := range own {
-		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew, PodGroups: rs.PodGroupNames}
-		byMember[i] = map[string]*placement.SpreadMember{}
+		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew, PodGroups: rs.PodGroupNames,
+			Others: make([]placement.SpreadMember, 0, len(peers))}
+		byMember[i] = make(map[string]int, len(peers))
 	}
-	ns := e.podGang.Namespace
-	for other, o := range c.gangs {
-		if other == key || o.podGang == nil || o.podGang.Namespace != ns || len(o.podGang.Spec.ReplicaSpreadConstraints) == 0 {
-			continue
-		}
-		var nodes []string
-		byGroup := map[string][]string{}
-		for _, m := range o.members {
-			if m.holdsNode() {
-				nodes = append(nodes, m.node)
-				byGroup[m.group] = append(byGroup[m.group], m.node)
-			}
-		}
-		if len(nodes) == 0 {
+	// Only the gangs of its namespace, and of those only the ones holding nodes, can count.
+	for _, o := range peers {
+		if o == e || len(o.held) == 0 || o.podGang == nil || len(o.podGang.Spec.ReplicaSpreadConstraints) == 0 {
 			continue
 		}
 		for i, rs := range own {
@@ -46,33 +40,39 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 				if ors.Group != rs.Group || ors.TopologyKey != rs.TopologyKey || ors.Member == rs.Member {
 					continue
 				}
-				held := nodes
-				if len(ors.PodGroupNames) > 0 {
-					// A scoped member is only its PodGroups' pods (a scaling-group replica
-					// inside a base PodGang).
-					held = nil
-					for _, g := range ors.PodGroupNames {
-						held = append(held, byGroup[g]...)
+				at, known := byMember[i][ors.Member]
+				var nodes []string
+				if known {
+					nodes = out[i].Others[at].Nodes
+				} else {
+					nodes = make([]string, 0, len(o.held))
+				}
+				before := len(nodes)
+				// A scoped member is only its PodGroups' pods (a scaling-group replica inside
+				// a base PodGang).
+				for _, h := range o.held {
+					if len(ors.PodGroupNames) == 0 || slices.Contains(ors.PodGroupNames, h.group) {
+						nodes = append(nodes, h.node)
 					}
-					if len(held) == 0 {
-						continue
+				}
+				switch {
+				case len(nodes) == before:
+				case !known:
+					byMember[i][ors.Member] = len(out[i].Others)
+					out[i].Others = append(out[i].Others, placement.SpreadMember{Gang: o.podGang.Name, Nodes: nodes})
+				default:
+					m := &out[i].Others[at]
+					m.Nodes = nodes
+					if o.podGang.Name < m.Gang {
+						m.Gang = o.podGang.Name
 					}
 				}
-				m := byMember[i][ors.Member]
-				if m == nil {
-					m = &placement.SpreadMember{Gang: o.podGang.Name}
-					byMember[i][ors.Member] = m
-				}
-				if o.podGang.Name < m.Gang {
-					m.Gang = o.podGang.Name
-				}
-				m.Nodes = append(m.Nodes, held...)
 			}
 		}
 	}
 	for i := range out {
-		for _, m := range byMember[i] {
-			out[i].Others = append(out[i].Others, *m)
+		if len(out[i].Others) == 0 {
+			out[i].Others = nil
 		}
 	}
 	return out
