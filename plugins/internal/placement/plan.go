@@ -53,10 +53,16 @@ type Input struct {
 	Slices map[string]Slicing
 	// scopes are the node blocks of spreads scoped to some PodGroups (spread.go).
 	scopes []scope
+	// closed, when set, marks the nodes the gang may not use at all, as if they had no room
+	// and admitted no class: the blocks of its replica spreads (spread.go), which would
+	// otherwise copy every node for each choice.
+	closed []bool
 	// Index is NewIndex(Nodes), or one built for nodes with the same names and labels in the
 	// same order; nil builds it.
 	Index *Index
 }
+
+func (in *Input) isClosed(i int) bool { return in.closed != nil && in.closed[i] }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
 type Companion struct {
@@ -232,7 +238,9 @@ func choose(in Input) (*Plan, *Unfit) {
 	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes)), all: true}
 	for i := range in.Nodes {
 		w.idx[i] = i
-		w.free[i] = in.Nodes[i].Free.Clone()
+		if !in.isClosed(i) {
+			w.free[i] = in.Nodes[i].Free.Clone()
+		}
 	}
 	rec := &record{required: map[string]Choice{}, preferred: map[string]Choice{},
 		domains: map[string]sets.Set[string]{}, preferredDomains: map[string]sets.Set[string]{}, slices: map[string]map[int]SliceDomain{}}
@@ -661,7 +669,7 @@ func (p *planner) companionsFit(candidate work, demand func(Companion) map[strin
 	w := candidate.subset(identity(len(candidate.idx)), true)
 	all := true
 	for _, c := range p.in.Group {
-		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c), Index: p.in.Index}, byName: p.byName,
+		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c), Index: p.in.Index, closed: p.in.closed}, byName: p.byName,
 			demand: map[string]capacity.Demands{}, pins: map[string]string{}, preferredPins: map[string]string{}}
 		cp.collectDemand(c.Tree.Root)
 		trial := w.subset(identity(len(w.idx)), true)
@@ -728,7 +736,11 @@ func (p *planner) choosePreferred(s *Set, w work, rec *record) (pos []int, holds
 func (p *planner) allowed(w work) []capacity.Mask {
 	var masks []capacity.Mask
 	for pos, i := range w.idx {
-		if ex := p.in.Nodes[i].Excluded; ex != 0 && masks == nil {
+		ex := p.in.Nodes[i].Excluded
+		if p.in.isClosed(i) {
+			ex = capacity.AnyClass
+		}
+		if ex != 0 && masks == nil {
 			masks = make([]capacity.Mask, len(w.idx))
 			for j := range masks {
 				masks[j] = capacity.AnyClass

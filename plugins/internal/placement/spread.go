@@ -139,19 +139,10 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 		}
 		preferred = append(preferred, u)
 	}
-	// The nodes with the required spreads' blocks applied, shared by every tier.
-	base, copied := in.Nodes, false
-	for i := range blocked {
-		if blocked[i] {
-			if !copied {
-				base, copied = append([]Node(nil), in.Nodes...), true
-			}
-			base[i].Free, base[i].Excluded = capacity.Resources{}, capacity.AnyClass
-		}
-	}
 	var lastUnfit *Unfit
 	for tier := 0; ; tier++ {
-		out, restricted, all := make([]bool, n), false, true
+		// out: the nodes this tier takes out (with the required spreads' blocks).
+		out, restricted, all := append([]bool(nil), blocked...), false, true
 		// The scopes' blocks for this tier: required ones plus the preferred tier's.
 		tierScopes := make([]scope, len(scopes))
 		scopeOut := make([][]bool, len(scopes))
@@ -159,6 +150,8 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 			tierScopes[k] = scope{groups: scopes[k].groups, blocked: append([]bool(nil), scopes[k].blocked...)}
 			scopeOut[k] = make([]bool, n)
 		}
+		// tierOut: the nodes the preferred tier takes out, for SpreadNodes.
+		tierOut := make([]bool, n)
 		for _, u := range preferred {
 			limit := u.min + int(max(u.s.MaxSkew, 1)) - 1 + tier
 			if limit < u.max && n > 0 {
@@ -171,21 +164,12 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 				if u.scope >= 0 {
 					tierScopes[u.scope].blocked[i], scopeOut[u.scope][i] = true, true
 				} else {
-					out[i], restricted = true, true
-				}
-			}
-		}
-		nodes := base
-		if restricted {
-			nodes = append([]Node(nil), base...)
-			for i := range out {
-				if out[i] {
-					nodes[i].Free, nodes[i].Excluded = capacity.Resources{}, capacity.AnyClass
+					out[i], tierOut[i], restricted = true, true, true
 				}
 			}
 		}
 		trial := in
-		trial.Nodes = nodes
+		trial.closed = out
 		trial.scopes = tierScopes
 		plan, unfit := Choose(trial)
 		if unfit == nil {
@@ -194,7 +178,7 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 				plan.spreadRequired = namesWithout(in.Index, blocked)
 			}
 			if restricted {
-				plan.spreadNodes = namesWithout(in.Index, out)
+				plan.spreadNodes = namesWithout(in.Index, tierOut)
 			}
 			return plan, nil
 		}
