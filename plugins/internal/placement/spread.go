@@ -198,7 +198,14 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 
 // namesWithout are the names of x's nodes but those marked in out.
 func namesWithout(x *Index, out []bool) sets.Set[string] {
-	names := sets.New[string]()
+	size := 0
+	for _, o := range out {
+		if !o {
+			size++
+		}
+	}
+	// Sized up front: growing a set of thousands of names rehashes it several times.
+	names := make(sets.Set[string], size)
 	for i, name := range x.names {
 		if !out[i] {
 			names.Insert(name)

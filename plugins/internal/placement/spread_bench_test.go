@@ -32,17 +32,24 @@ func spreadBench(nodes, others int) Input {
 		Demand: map[string]capacity.Demand{"w": {Group: "w", Shape: capacity.Resources{MilliCPU: 100, Memory: 500 << 20, Pods: 1}, Count: 8}}}
 }
 
+// withoutSpread is the same gang without its spread (the rack-required workload): the cost
+// the spread adds is the difference.
+func withoutSpread(in Input) (*Plan, *Unfit) {
+	in.Spread = nil
+	return Choose(in)
+}
+
 // BenchmarkChooseSpread plans one gang of the spread workload, halfway through it (the racks
 // hold one replica more or less than each other), as the topology plugin does: with the index
 // it keeps across gangs. "before" is the choice as it was before it counted through the index
-// (spread_before_test.go): compare the two as a ratio.
+// (spread_before_test.go), "withoutSpread" the gang without its spread: compare them as ratios.
 func BenchmarkChooseSpread(b *testing.B) {
 	for _, size := range []struct{ nodes, others int }{{500, 190}, {5000, 950}} {
 		in := spreadBench(size.nodes, size.others)
 		for _, choice := range []struct {
 			name   string
 			choose func(Input) (*Plan, *Unfit)
-		}{{"before", chooseSpreadBefore}, {"now", Choose}} {
+		}{{"before", chooseSpreadBefore}, {"now", Choose}, {"withoutSpread", withoutSpread}} {
 			b.Run(fmt.Sprintf("%dNodes/%s", size.nodes, choice.name), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
