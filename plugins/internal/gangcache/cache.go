@@ -270,8 +270,12 @@ type Cache struct {
 	// only ones WaitingQuorums can return: with thousands of gangs placed, walking every record
 	// at every attempt was still a third of a second of CPU per 15000 attempts.
 	waiting map[string]*entry
-	handler Handler
-	advisor DeviceAdvisor
+	// spreaders indexes the replica spread entries of the PodGangs by namespace, spread group
+	// and key: a gang's spread reads its peers' held nodes without passing over every gang of
+	// the namespace and every entry of theirs (Spreads, once per gang plan).
+	spreaders map[spreadGroup][]spreadRef
+	handler   Handler
+	advisor   DeviceAdvisor
 	reservations
 	// room counts the changes that may add room (RoomChanged).
 	room atomic.Uint64
@@ -280,7 +284,7 @@ type Cache struct {
 // New returns an empty cache; Profiles.For wires one to informers.
 func New() *Cache {
 	return &Cache{gangs: map[string]*entry{}, byName: map[string]map[string]*entry{}, elastic: map[string]struct{}{},
-		waiting: map[string]*entry{}}
+		waiting: map[string]*entry{}, spreaders: map[spreadGroup][]spreadRef{}}
 }
 
 // SetHandler makes h the one Handler told about changes (the profile's gang plugin).
@@ -583,6 +587,7 @@ func (c *Cache) UpsertPodGang(pg *v1alpha1.PodGang) {
 	e := c.entry(key)
 	specChanged := e.podGang == nil || e.podGang.Generation != pg.Generation
 	wasPlaced := e.placedBase()
+	c.indexSpreads(e, e.podGang, pg)
 	e.podGang = pg
 	e.setListed(pg)
 	e.updateQuorumHeld()
@@ -632,6 +637,7 @@ func (c *Cache) DeletePodGang(namespace, name string) {
 	key := namespace + "/" + name
 	c.mu.Lock()
 	if e := c.gangs[key]; e != nil {
+		c.indexSpreads(e, e.podGang, nil)
 		e.podGang = nil
 		e.listed = nil
 		for uid, m := range e.members {

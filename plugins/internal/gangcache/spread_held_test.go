@@ -18,7 +18,7 @@ import (
 )
 
 // TestSpreadsAsBefore drives caches through random member changes (bound, assumed, forgotten,
-// terminating, deleted pods; PodGangs deleted and recreated) over gangs of two namespaces, two
+// terminating, deleted pods; PodGangs deleted, recreated and their spread entries changed) over gangs of two namespaces, two
 // spread groups, scoped and unscoped entries and replicas of several PodGangs, and checks after
 // every change that each entry's held nodes are what its members hold and that Spreads reads
 // the same replicas, PodGangs and domains as walking every member did.
@@ -89,9 +89,30 @@ func TestSpreadsAsBefore(t *testing.T) {
 					delete(pods, uid)
 					pod = nil
 				case 8:
-					if rng.IntN(4) == 0 {
+					switch rng.IntN(4) {
+					case 0:
 						c.DeletePodGang(g.ns, g.name)
 						c.UpsertPodGang(g.pg)
+					case 1:
+						// The PodGang's spread entries change: another replica, group or key,
+						// or none.
+						pg := g.pg.DeepCopy()
+						pg.Generation++
+						for i := range pg.Spec.ReplicaSpreadConstraints {
+							rs := &pg.Spec.ReplicaSpreadConstraints[i]
+							switch rng.IntN(4) {
+							case 0:
+								rs.Member = fmt.Sprintf("r%d", rng.IntN(6))
+							case 1:
+								rs.Group = []string{"x", "y"}[rng.IntN(2)]
+							case 2:
+								rs.TopologyKey = []string{"rack", "zone"}[rng.IntN(2)]
+							}
+						}
+						if rng.IntN(5) == 0 {
+							pg.Spec.ReplicaSpreadConstraints = nil
+						}
+						c.UpsertPodGang(pg)
 					}
 				case 9:
 					c.UpsertPod(pod)
