@@ -568,23 +568,42 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		}
 	}
 	largest := p.demand[s.ID].Largest()
-	bestValue, bestSpare, found := "", int64(math.MaxInt64), false
-	mostValue, mostPlaced := "", int64(-1)
+	var bestValue, mostValue string
+	var bestSpare, mostPlaced int64
+	var found bool
 	var mostUnfit *Unfit
-	for _, v := range values {
-		candidate := w.subset(byValue[v], true)
-		saved := p.saveTaken()
-		placed, unfit := p.fitInside(s, candidate, nil)
-		p.taken = saved
-		if placed > mostPlaced {
-			mostValue, mostPlaced, mostUnfit = v, placed, unfit
+	// A domain of closed nodes only (taken out by a replica spread's tier) holds none of s when
+	// s has pods to place and no slices (a slice with all its members placed fits anywhere): it
+	// is not tried while another domain may hold s. When none does, every domain is tried
+	// again, so that the reason names the domain it named before.
+	skipClosed := p.in.closed != nil && len(p.in.Slices) == 0 && p.demand[s.ID].Total() > 0
+	for {
+		bestValue, bestSpare, found = "", int64(math.MaxInt64), false
+		mostValue, mostPlaced, mostUnfit = "", int64(-1), nil
+		skipped := false
+		for _, v := range values {
+			if skipClosed && p.closedDomain(w, byValue[v]) {
+				skipped = true
+				continue
+			}
+			candidate := w.subset(byValue[v], true)
+			saved := p.saveTaken()
+			placed, unfit := p.fitInside(s, candidate, nil)
+			p.taken = saved
+			if placed > mostPlaced {
+				mostValue, mostPlaced, mostUnfit = v, placed, unfit
+			}
+			if unfit != nil {
+				continue
+			}
+			if spare := capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class); spare < bestSpare {
+				bestValue, bestSpare, found = v, spare, true
+			}
 		}
-		if unfit != nil {
-			continue
+		if found || !skipped {
+			break
 		}
-		if spare := capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class); spare < bestSpare {
-			bestValue, bestSpare, found = v, spare, true
-		}
+		skipClosed = false
 	}
 	if !found {
 		by := p.pinnedBy(s, key, pinned)
@@ -603,6 +622,16 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		return nil, "", u
 	}
 	return byValue[bestValue], bestValue, nil
+}
+
+// closedDomain reports whether every node of a domain (positions pos in w) is closed.
+func (p *planner) closedDomain(w work, pos []int) bool {
+	for _, at := range pos {
+		if !p.in.closed[w.idx[at]] {
+			return false
+		}
+	}
+	return len(pos) > 0
 }
 
 // groupFit is how well one value of the shared key holds the gang's group.

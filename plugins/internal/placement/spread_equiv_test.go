@@ -34,7 +34,8 @@ var spreadTrees = []v1alpha1.PodGangSpec{
 
 // randomSpreadInput is a random planning question under replica spreads: racks of random
 // room (some nodes without a rack), other replicas on random nodes (some gone), required and
-// preferred spreads over racks or blocks, scoped to PodGroups where the gang has them.
+// preferred spreads over racks or blocks, scoped to PodGroups where the gang has them; now and
+// then a PodGroup with nothing left to place, or in slices.
 func randomSpreadInput(r *rand.Rand) Input {
 	spec := spreadTrees[r.IntN(len(spreadTrees))]
 	racks := map[string][]int64{}
@@ -54,7 +55,15 @@ func randomSpreadInput(r *rand.Rand) Input {
 	var groups []string
 	for _, g := range spec.PodGroups {
 		groups = append(groups, g.Name)
-		in.Demand[g.Name] = capacity.Demand{Group: g.Name, Shape: cores(1 + int64(r.IntN(3))), Count: 1 + int64(r.IntN(4))}
+		in.Demand[g.Name] = capacity.Demand{Group: g.Name, Shape: cores(1 + int64(r.IntN(3))), Count: int64(r.IntN(5))}
+	}
+	if d, ok := in.Demand["w"]; ok && d.Count > 1 && r.IntN(4) == 0 {
+		// Slices of w, within a host or a rack, that may be required.
+		sl := Slicing{Key: hostKey, Required: r.IntN(2) == 0, Sizes: []int64{d.Count / 2, d.Count - d.Count/2}}
+		if r.IntN(2) == 0 {
+			sl.Key = rackKey
+		}
+		in.Slices = map[string]Slicing{"w": sl}
 	}
 	for range 1 + r.IntN(3) {
 		s := Spread{Key: rackKey, Required: r.IntN(3) == 0, MaxSkew: int32(r.IntN(4))}
