@@ -235,7 +235,9 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 			candidates[i].Name, candidates[i].Labels = node.Name, node.Labels
 			allowed = classes.Allowed(node)
 		}
-		if devices.Usable != nil && !devices.Usable[node.Name] || reservation.Excludes(key, prio, node.Name, now) {
+		// The name as read above: the node object itself is not read again (on thousands of
+		// nodes, mostly out of the CPU's caches).
+		if name := candidates[i].Name; devices.Usable != nil && !devices.Usable[name] || reservation.Excludes(key, prio, name, now) {
 			allowed = 0
 		}
 		if allowed != 0 {
