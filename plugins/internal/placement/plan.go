@@ -86,7 +86,8 @@ type Plan struct {
 	// domain holds the rest of the set.
 	preferredNodes map[string]sets.Set[string]
 	// spreadNodes, spreadRequired: SpreadNodes, SpreadRequiredNodes (spread.go).
-	spreadNodes, spreadRequired sets.Set[string]
+	spreadNodes    *nodeMarks
+	spreadRequired sets.Set[string]
 	// scopedRequired, scopedPreferred: the same per PodGroup, for spreads scoped to it.
 	scopedRequired, scopedPreferred map[string]sets.Set[string]
 	// slices are the domains of each sliced PodGroup's slices (slice.go).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -178,7 +179,7 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 				plan.spreadRequired = namesWithout(in.Index, blocked)
 			}
 			if restricted {
-				plan.spreadNodes = namesWithout(in.Index, tierOut)
+				plan.spreadNodes = &nodeMarks{x: in.Index, out: tierOut}
 			}
 			return plan, nil
 		}
@@ -256,7 +257,7 @@ func spreadUnfit(required []requiredUse, inner *Unfit) *Unfit {
 // SpreadNodes are the nodes the gang's replica spreads steer it to: the least used domains
 // that held it (preferred spreads), outside the domains other replicas use (required ones);
 // nil when no preferred spread restricted anything.
-func (p *Plan) SpreadNodes() sets.Set[string] { return p.spreadNodes }
+func (p *Plan) SpreadNodes() sets.Set[string] { return p.spreadNodes.names() }
 
 // SpreadRequiredNodes are the nodes outside every domain another replica uses, under the
 // gang's required spreads; nil without a required spread.
@@ -270,7 +271,51 @@ func (p *Plan) SpreadRequiredNodesFor(group string) sets.Set[string] {
 
 // SpreadNodesFor is SpreadNodes for one PodGroup, with the preferred spreads scoped to it.
 func (p *Plan) SpreadNodesFor(group string) sets.Set[string] {
-	return intersectNil(p.spreadNodes, p.scopedPreferred[group])
+	return intersectNil(p.spreadNodes.names(), p.scopedPreferred[group])
+}
+
+// SpreadNodesWithin is SpreadNodesFor(group) narrowed to within (nil: every node); nil when no
+// preferred spread restricts the PodGroup. Given the few nodes of a required domain, it asks
+// the spreads about those alone rather than naming every node they allow.
+func (p *Plan) SpreadNodesWithin(group string, within sets.Set[string]) sets.Set[string] {
+	scoped := p.scopedPreferred[group]
+	switch {
+	case p.spreadNodes == nil && scoped == nil:
+		return nil
+	case within == nil:
+		return p.SpreadNodesFor(group)
+	}
+	out := sets.New[string]()
+	for name := range within {
+		if (p.spreadNodes == nil || p.spreadNodes.has(name)) && (scoped == nil || scoped.Has(name)) {
+			out.Insert(name)
+		}
+	}
+	return out
+}
+
+// nodeMarks is a set of nodes kept as marks over an index (every node but those out), named
+// only when a caller asks for the whole set: on thousands of nodes, naming them for every gang
+// cost more than the rest of its spread.
+type nodeMarks struct {
+	x   *Index
+	out []bool
+
+	once sync.Once
+	set  sets.Set[string]
+}
+
+func (m *nodeMarks) names() sets.Set[string] {
+	if m == nil {
+		return nil
+	}
+	m.once.Do(func() { m.set = namesWithout(m.x, m.out) })
+	return m.set
+}
+
+func (m *nodeMarks) has(name string) bool {
+	i, ok := m.x.byName[name]
+	return ok && !m.out[i]
 }
 
 func intersectNil(a, b sets.Set[string]) sets.Set[string] {

@@ -133,12 +133,13 @@ func chooseSpreadBefore(in Input) (*Plan, *Unfit) {
 				}
 			}
 			if restricted {
-				plan.spreadNodes = sets.New[string]()
+				names := sets.New[string]()
 				for n := range nodes {
 					if !out[n] {
-						plan.spreadNodes.Insert(nodes[n].Name)
+						names.Insert(nodes[n].Name)
 					}
 				}
+				plan.spreadNodes = namedMarks(names)
 			}
 			return plan, nil
 		}
@@ -263,4 +264,11 @@ func blockRequiredSpreadBefore(nodes []Node, spreads []Spread) (scoped []Spread)
 		}
 	}
 	return scoped
+}
+
+// namedMarks are marks already named (the reference made the set itself).
+func namedMarks(names sets.Set[string]) *nodeMarks {
+	m := &nodeMarks{}
+	m.once.Do(func() { m.set = names })
+	return m
 }

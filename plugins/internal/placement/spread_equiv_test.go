@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/capacity"
@@ -91,6 +92,20 @@ func randomSpreadInput(r *rand.Rand) Input {
 	return in
 }
 
+// planView is a plan with the nodes its spreads allow named, to compare plans.
+func planView(p *Plan) any {
+	if p == nil {
+		return nil
+	}
+	named := p.SpreadNodes()
+	c := *p
+	c.spreadNodes = nil
+	return struct {
+		Plan
+		SpreadNodes sets.Set[string]
+	}{c, named}
+}
+
 // The spread choice counts other replicas through the node index; its plans and unfit reasons
 // are those it made when it looked every node's labels up, on thousands of random questions,
 // with and without an index handed in.
@@ -107,7 +122,19 @@ func TestChooseSpreadAsBefore(t *testing.T) {
 		require.Equal(t, nodes, in.Nodes, "case %d: the old choice changed the nodes", c)
 		got, gotUnfit := Choose(in)
 		require.Equal(t, nodes, in.Nodes, "case %d: the choice changed the nodes", c)
-		require.Equal(t, want, got, "case %d: plan", c)
+		require.Equal(t, planView(want), planView(got), "case %d: plan", c)
+		if got != nil {
+			// Asked about a few nodes, the spreads answer as the whole set does.
+			for _, g := range []string{"w", "fe", "d0", "d1"} {
+				for _, within := range []sets.Set[string]{nil, sets.New(in.Nodes[r.IntN(len(in.Nodes))].Name, in.Nodes[r.IntN(len(in.Nodes))].Name, "gone")} {
+					whole := got.SpreadNodesFor(g)
+					if whole != nil && within != nil {
+						whole = whole.Intersection(within)
+					}
+					require.Equal(t, whole, got.SpreadNodesWithin(g, within), "case %d: PodGroup %s within %v", c, g, within)
+				}
+			}
+		}
 		require.Equal(t, wantUnfit, gotUnfit, "case %d: unfit", c)
 		if wantUnfit == nil {
 			fits++
