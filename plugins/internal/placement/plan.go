@@ -307,6 +307,15 @@ func (w work) subset(pos []int, clone bool) work {
 	return s
 }
 
+// subsetInto is subset(pos, true) into s, reusing s's slices.
+func (w work) subsetInto(s *work, pos []int) {
+	s.idx, s.free, s.all = s.idx[:0], s.free[:0], false
+	for _, p := range pos {
+		s.idx = append(s.idx, w.idx[p])
+		s.free = append(s.free, w.free[p].Clone())
+	}
+}
+
 func (w work) writeBack(pos []int, s work) {
 	for i, p := range pos {
 		w.free[p] = s.free[i]
@@ -582,12 +591,14 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		bestValue, bestSpare, found = "", int64(math.MaxInt64), false
 		mostValue, mostPlaced, mostUnfit = "", int64(-1), nil
 		skipped := false
+		// The candidates' views share one buffer: a trial keeps nothing of its domain.
+		var candidate work
 		for _, v := range values {
 			if skipClosed && p.closedDomain(w, byValue[v]) {
 				skipped = true
 				continue
 			}
-			candidate := w.subset(byValue[v], true)
+			w.subsetInto(&candidate, byValue[v])
 			saved := p.saveTaken()
 			placed, unfit := p.fitInside(s, candidate, nil)
 			p.taken = saved
