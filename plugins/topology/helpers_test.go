@@ -25,7 +25,7 @@ const (
 
 // newTestPlugin is the one place tests build the plugin: over an empty gang cache, fed by the
 // tests through its exported methods, with the given preferred-domain weight.
-func newTestPlugin(t *testing.T, weight int32) *Plugin {
+func newTestPlugin(t testing.TB, weight int32) *Plugin {
 	t.Helper()
 	gangs := &gangcache.Shared{Cache: gangcache.New()}
 	return &Plugin{args: pluginargs.TopologyArgs{PreferredDomainWeight: weight}, gangs: gangs}

@@ -25,8 +25,9 @@ func narrowBySpread(s *cycleState, plan *placement.Plan, group string, allowed s
 		s.spreadAllowed = req
 		allowed = intersect(allowed, req)
 	}
-	if pref := plan.SpreadNodesFor(group); pref != nil && !missed {
-		if narrowed := intersect(allowed, pref); narrowed.Len() > 0 {
+	if !missed {
+		// Asked about the required domain's nodes only, not named among every node.
+		if narrowed := plan.SpreadNodesWithin(group, allowed); narrowed != nil && narrowed.Len() > 0 {
 			allowed, s.narrowed = narrowed, true
 		}
 	}

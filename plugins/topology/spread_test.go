@@ -157,3 +157,34 @@ func TestPreFilterPutsPreferredScalingGroupReplicasOfOneGangInRacksOfTheirOwn(t 
 	assert.Len(t, racks["d1"], 2, "d1 is packed into one rack: %v", racks["d1"])
 	assert.Empty(t, racks["d0"].Intersection(racks["d1"]), "the replicas share a rack: %v, %v", racks["d0"], racks["d1"])
 }
+
+// Under a preferred spread, members are held to the least used racks within their required
+// domain too, when that domain is wider than a rack (a zone), and across every node when the
+// gang packs by no key. Zones z1 (racks r1, r2) and z2 (r3, r4); replicas run in r1 and r3.
+func TestPreFilterHoldsAPreferredSpreadReplicaToTheLeastUsedRacksOfItsZone(t *testing.T) {
+	p := newTestPlugin(t, 50)
+	var nodes []fwk.NodeInfo
+	for _, r := range []string{"r1", "r2", "r3", "r4"} {
+		zone := map[string]string{"r1": "z1", "r2": "z1", "r3": "z2", "r4": "z2"}[r]
+		for _, n := range []string{"-a", "-b"} {
+			nodes = append(nodes, nodeInfo(testNode(r+n, "2", rackKey, r, zoneKey, zone)))
+		}
+	}
+	for i, n := range []string{"r1-a", "r3-a"} {
+		name := fmt.Sprintf("pcs-%d", i)
+		pods := addGang(p, name, spreadGang(1, zoneKey, name, false), 1, "1")
+		p.gangs.Bind(pods[0], n)
+	}
+
+	zoned := addGang(p, "pcs-2", spreadGang(1, zoneKey, "pcs-2", false), 1, "1")
+	res, st := p.PreFilter(context.Background(), framework.NewCycleState(), zoned[0], nodes)
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	require.NotNil(t, res)
+	assert.Equal(t, sets.New("r2-a", "r2-b"), res.NodeNames, "the free rack of the chosen zone z1")
+
+	loose := addGang(p, "pcs-3", spreadGang(1, "", "pcs-3", false), 1, "1")
+	res, st = p.PreFilter(context.Background(), framework.NewCycleState(), loose[0], nodes)
+	require.True(t, st.IsSuccess(), "status: %v", st)
+	require.NotNil(t, res)
+	assert.Equal(t, sets.New("r2-a", "r2-b", "r4-a", "r4-b"), res.NodeNames, "every free rack")
+}

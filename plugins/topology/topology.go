@@ -52,6 +52,10 @@ type Plugin struct {
 		sync.Mutex
 		list  []*v1.Node
 		index *placement.Index
+		// admits remembers, per node rules (nodes.Classes.Key), which nodes of list admit
+		// them, found out as gangs asked: reading every node object again for every gang was
+		// most of what a plan read of the nodes besides their room.
+		admits map[string][]admission
 	}
 }
 
@@ -216,16 +220,24 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 	p.nodes.Lock()
 	defer p.nodes.Unlock()
 	sameNodes := len(p.nodes.list) == len(nodeInfos)
+	var admits [][]admission
+	if sameNodes {
+		admits = p.admissions(classes)
+	}
 	for i, ni := range nodeInfos {
 		node := ni.Node()
+		var allowed capacity.Mask
 		if sameNodes = sameNodes && p.nodes.list[i] == node; sameNodes {
 			// Read from the index, in order, rather than from each node object.
 			candidates[i].Name, candidates[i].Labels = p.nodes.index.Node(i)
+			allowed = admitted(admits, classes, i, node)
 		} else {
 			candidates[i].Name, candidates[i].Labels = node.Name, node.Labels
+			allowed = classes.Allowed(node)
 		}
-		allowed := classes.Allowed(node)
-		if devices.Usable != nil && !devices.Usable[node.Name] || reservation.Excludes(key, prio, node.Name, now) {
+		// The name as read above: the node object itself is not read again (on thousands of
+		// nodes, mostly out of the CPU's caches).
+		if name := candidates[i].Name; devices.Usable != nil && !devices.Usable[name] || reservation.Excludes(key, prio, name, now) {
 			allowed = 0
 		}
 		if allowed != 0 {
@@ -253,6 +265,7 @@ func (p *Plugin) planFor(key, group string, pod *v1.Pod, g gangcache.Gang, nodeI
 			p.nodes.list[i] = ni.Node()
 		}
 		p.nodes.index = placement.NewIndex(candidates)
+		p.nodes.admits = nil
 	}
 	plan, unfit := placement.Choose(placement.Input{Tree: tree, Nodes: candidates, Demand: demand, Held: held, Shared: shared,
 		SharedBy: sharedBy, Group: companions, RuledOut: ruledOut, Reuse: reuse, Spread: spreads, Slices: slices, Index: p.nodes.index})

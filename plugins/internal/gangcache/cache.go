@@ -194,8 +194,20 @@ type entry struct {
 	// may stay above the members left): a bound that lets WaitingQuorums pass over gangs
 	// without reading their members.
 	topPriority int32
+	// held lists the nodes members hold (assumed or bound, not leaving), per PodGroup, with how
+	// many members hold each; heldAt is each (PodGroup, node)'s position in held. Kept with the
+	// counts so that a replica spread reads what every other replica holds without walking
+	// their members (Spreads, once per gang plan, over every gang of the namespace).
+	held   []heldNode
+	heldAt map[heldNode]int
 
 	gangState
+}
+
+// heldNode is a node some members of one PodGroup hold; n counts them (0 in heldAt's keys).
+type heldNode struct {
+	group, node string
+	n           int32
 }
 
 // gangState is what a record knows about the PodGang's scheduling beyond its members; it is
@@ -258,8 +270,12 @@ type Cache struct {
 	// only ones WaitingQuorums can return: with thousands of gangs placed, walking every record
 	// at every attempt was still a third of a second of CPU per 15000 attempts.
 	waiting map[string]*entry
-	handler Handler
-	advisor DeviceAdvisor
+	// spreaders indexes the replica spread entries of the PodGangs by namespace, spread group
+	// and key: a gang's spread reads its peers' held nodes without passing over every gang of
+	// the namespace and every entry of theirs (Spreads, once per gang plan).
+	spreaders map[spreadGroup][]spreadRef
+	handler   Handler
+	advisor   DeviceAdvisor
 	reservations
 	// room counts the changes that may add room (RoomChanged).
 	room atomic.Uint64
@@ -268,7 +284,7 @@ type Cache struct {
 // New returns an empty cache; Profiles.For wires one to informers.
 func New() *Cache {
 	return &Cache{gangs: map[string]*entry{}, byName: map[string]map[string]*entry{}, elastic: map[string]struct{}{},
-		waiting: map[string]*entry{}}
+		waiting: map[string]*entry{}, spreaders: map[spreadGroup][]spreadRef{}}
 }
 
 // SetHandler makes h the one Handler told about changes (the profile's gang plugin).
@@ -347,9 +363,35 @@ func (e *entry) add(m *member, sign int32) {
 	if m.running && !m.leaving {
 		g.running += sign
 	}
+	if m.holdsNode() {
+		e.hold(m.group, m.node, sign)
+	}
 	if sign > 0 && !g.hasTemplate {
 		g.template, g.hasTemplate = TemplateOf(m.pod), true
 	}
+}
+
+// hold counts one more (sign +1) or one fewer member of group on node in e.held.
+func (e *entry) hold(group, node string, sign int32) {
+	k := heldNode{group: group, node: node}
+	if i, ok := e.heldAt[k]; ok {
+		if e.held[i].n += sign; e.held[i].n <= 0 {
+			last := len(e.held) - 1
+			e.held[i] = e.held[last]
+			e.heldAt[heldNode{group: e.held[i].group, node: e.held[i].node}] = i
+			e.held = e.held[:last]
+			delete(e.heldAt, k)
+		}
+		return
+	}
+	if sign <= 0 {
+		return
+	}
+	if e.heldAt == nil {
+		e.heldAt = map[heldNode]int{}
+	}
+	e.heldAt[k] = len(e.held)
+	e.held = append(e.held, heldNode{group: group, node: node, n: sign})
 }
 
 // setMember replaces the member's record, keeping the counts and membersSince right.
@@ -545,6 +587,7 @@ func (c *Cache) UpsertPodGang(pg *v1alpha1.PodGang) {
 	e := c.entry(key)
 	specChanged := e.podGang == nil || e.podGang.Generation != pg.Generation
 	wasPlaced := e.placedBase()
+	c.indexSpreads(e, e.podGang, pg)
 	e.podGang = pg
 	e.setListed(pg)
 	e.updateQuorumHeld()
@@ -594,6 +637,7 @@ func (c *Cache) DeletePodGang(namespace, name string) {
 	key := namespace + "/" + name
 	c.mu.Lock()
 	if e := c.gangs[key]; e != nil {
+		c.indexSpreads(e, e.podGang, nil)
 		e.podGang = nil
 		e.listed = nil
 		for uid, m := range e.members {

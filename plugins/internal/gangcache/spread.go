@@ -1,6 +1,9 @@
 package gangcache
 
 import (
+	"slices"
+
+	"github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 	"github.com/ai-dynamo/grove/plugins/internal/placement"
 )
 
@@ -19,61 +22,105 @@ func (c *Cache) Spreads(key string) []placement.Spread {
 	}
 	own := e.podGang.Spec.ReplicaSpreadConstraints
 	out := make([]placement.Spread, len(own))
-	// Per constraint, the members by replica: a replica's PodGangs merge into one member.
-	byMember := make([]map[string]*placement.SpreadMember, len(own))
+	// Per constraint, the members by replica (positions in its Others): a replica's PodGangs
+	// merge into one member.
+	byMember := make([]map[string]int, len(own))
 	for i, rs := range own {
-		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew, PodGroups: rs.PodGroupNames}
-		byMember[i] = map[string]*placement.SpreadMember{}
+		peers := len(c.spreaders[spreadGroup{namespace: e.namespace, group: rs.Group, key: rs.TopologyKey}])
+		out[i] = placement.Spread{Key: rs.TopologyKey, Required: rs.Required, MaxSkew: rs.MaxSkew, PodGroups: rs.PodGroupNames,
+			Others: make([]placement.SpreadMember, 0, peers)}
+		byMember[i] = make(map[string]int, peers)
 	}
-	ns := e.podGang.Namespace
-	for other, o := range c.gangs {
-		if other == key || o.podGang == nil || o.podGang.Namespace != ns || len(o.podGang.Spec.ReplicaSpreadConstraints) == 0 {
-			continue
-		}
-		var nodes []string
-		byGroup := map[string][]string{}
-		for _, m := range o.members {
-			if m.holdsNode() {
-				nodes = append(nodes, m.node)
-				byGroup[m.group] = append(byGroup[m.group], m.node)
+	for i, rs := range own {
+		for _, ref := range c.spreaders[spreadGroup{namespace: e.namespace, group: rs.Group, key: rs.TopologyKey}] {
+			o := ref.e
+			if o == e || len(o.held) == 0 {
+				continue
 			}
-		}
-		if len(nodes) == 0 {
-			continue
-		}
-		for i, rs := range own {
-			for _, ors := range o.podGang.Spec.ReplicaSpreadConstraints {
-				if ors.Group != rs.Group || ors.TopologyKey != rs.TopologyKey || ors.Member == rs.Member {
-					continue
+			ors := &o.podGang.Spec.ReplicaSpreadConstraints[ref.at]
+			if ors.Member == rs.Member {
+				continue
+			}
+			at, known := byMember[i][ors.Member]
+			var nodes []string
+			if known {
+				nodes = out[i].Others[at].Nodes
+			} else {
+				nodes = make([]string, 0, len(o.held))
+			}
+			before := len(nodes)
+			// A scoped member is only its PodGroups' pods (a scaling-group replica inside a
+			// base PodGang).
+			for _, h := range o.held {
+				if len(ors.PodGroupNames) == 0 || slices.Contains(ors.PodGroupNames, h.group) {
+					nodes = append(nodes, h.node)
 				}
-				held := nodes
-				if len(ors.PodGroupNames) > 0 {
-					// A scoped member is only its PodGroups' pods (a scaling-group replica
-					// inside a base PodGang).
-					held = nil
-					for _, g := range ors.PodGroupNames {
-						held = append(held, byGroup[g]...)
-					}
-					if len(held) == 0 {
-						continue
-					}
-				}
-				m := byMember[i][ors.Member]
-				if m == nil {
-					m = &placement.SpreadMember{Gang: o.podGang.Name}
-					byMember[i][ors.Member] = m
-				}
+			}
+			switch {
+			case len(nodes) == before:
+			case !known:
+				byMember[i][ors.Member] = len(out[i].Others)
+				out[i].Others = append(out[i].Others, placement.SpreadMember{Gang: o.podGang.Name, Nodes: nodes})
+			default:
+				m := &out[i].Others[at]
+				m.Nodes = nodes
 				if o.podGang.Name < m.Gang {
 					m.Gang = o.podGang.Name
 				}
-				m.Nodes = append(m.Nodes, held...)
 			}
 		}
 	}
 	for i := range out {
-		for _, m := range byMember[i] {
-			out[i].Others = append(out[i].Others, *m)
+		if len(out[i].Others) == 0 {
+			out[i].Others = nil
 		}
 	}
 	return out
+}
+
+// spreadGroup is one spread group of a namespace over one key: the replicas that spread
+// against each other.
+type spreadGroup struct {
+	namespace, group, key string
+}
+
+// spreadRef is one replica spread entry of a gang's PodGang: position at of its
+// spec.replicaSpreadConstraints.
+type spreadRef struct {
+	e  *entry
+	at int
+}
+
+// indexSpreads moves gang e's entries in c.spreaders from those of PodGang was to those of is
+// (either may be nil); c.mu is held for writing.
+func (c *Cache) indexSpreads(e *entry, was, is *v1alpha1.PodGang) {
+	var before, after []v1alpha1.ReplicaSpreadConstraint
+	if was != nil {
+		before = was.Spec.ReplicaSpreadConstraints
+	}
+	if is != nil {
+		after = is.Spec.ReplicaSpreadConstraints
+	}
+	if slices.EqualFunc(before, after, sameSpreadEntry) {
+		return
+	}
+	for _, rs := range before {
+		k := spreadGroup{namespace: e.namespace, group: rs.Group, key: rs.TopologyKey}
+		refs := slices.DeleteFunc(c.spreaders[k], func(r spreadRef) bool { return r.e == e })
+		if len(refs) == 0 {
+			delete(c.spreaders, k)
+		} else {
+			c.spreaders[k] = refs
+		}
+	}
+	for at, rs := range after {
+		k := spreadGroup{namespace: e.namespace, group: rs.Group, key: rs.TopologyKey}
+		c.spreaders[k] = append(c.spreaders[k], spreadRef{e: e, at: at})
+	}
+}
+
+// sameSpreadEntry: a and b are indexed alike (same group, key and place), and Spreads reads
+// the same of them.
+func sameSpreadEntry(a, b v1alpha1.ReplicaSpreadConstraint) bool {
+	return a.Group == b.Group && a.TopologyKey == b.TopologyKey && a.Member == b.Member && slices.Equal(a.PodGroupNames, b.PodGroupNames)
 }

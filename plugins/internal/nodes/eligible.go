@@ -82,6 +82,15 @@ func (c *Classes) Of(r Rules) int {
 	return len(c.rules) - 1
 }
 
+// Len is the number of classes.
+func (c *Classes) Len() int { return len(c.rules) }
+
+// Key is class i's rules' key: classes of equal keys, of any gang, admit the same nodes.
+func (c *Classes) Key(i int) string { return c.rules[i].key }
+
+// Admits reports whether a pod of class i may run on node.
+func (c *Classes) Admits(i int, node *v1.Node) bool { return c.rules[i].Allows(node) }
+
 // Allowed is the mask of the classes whose pods may run on node.
 func (c *Classes) Allowed(node *v1.Node) capacity.Mask {
 	var m capacity.Mask

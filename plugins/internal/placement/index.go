@@ -22,6 +22,9 @@ type Index struct {
 type domains struct {
 	byValue map[string][]int
 	values  []string // sorted
+	// of is, per node position, the position in values of the node's value; -1 when the node
+	// has no such label. Replica spreads count per domain through it, in slices, not maps.
+	of []int32
 }
 
 // NewIndex indexes nodes, which must stay in this order, with these names and labels, in every
@@ -58,6 +61,15 @@ func (x *Index) domainsOf(key string) *domains {
 		d.values = append(d.values, v)
 	}
 	sort.Strings(d.values)
+	d.of = make([]int32, len(x.labels))
+	for i := range d.of {
+		d.of[i] = -1
+	}
+	for v, value := range d.values {
+		for _, i := range d.byValue[value] {
+			d.of[i] = int32(v)
+		}
+	}
 	x.byKey[key] = d
 	return d
 }

@@ -53,10 +53,16 @@ type Input struct {
 	Slices map[string]Slicing
 	// scopes are the node blocks of spreads scoped to some PodGroups (spread.go).
 	scopes []scope
+	// closed, when set, marks the nodes the gang may not use at all, as if they had no room
+	// and admitted no class: the blocks of its replica spreads (spread.go), which would
+	// otherwise copy every node for each choice.
+	closed []bool
 	// Index is NewIndex(Nodes), or one built for nodes with the same names and labels in the
 	// same order; nil builds it.
 	Index *Index
 }
+
+func (in *Input) isClosed(i int) bool { return in.closed != nil && in.closed[i] }
 
 // Companion is another PodGang of the gang's group, as the shared domain choice counts it.
 type Companion struct {
@@ -80,7 +86,8 @@ type Plan struct {
 	// domain holds the rest of the set.
 	preferredNodes map[string]sets.Set[string]
 	// spreadNodes, spreadRequired: SpreadNodes, SpreadRequiredNodes (spread.go).
-	spreadNodes, spreadRequired sets.Set[string]
+	spreadNodes    *nodeMarks
+	spreadRequired sets.Set[string]
 	// scopedRequired, scopedPreferred: the same per PodGroup, for spreads scoped to it.
 	scopedRequired, scopedPreferred map[string]sets.Set[string]
 	// slices are the domains of each sliced PodGroup's slices (slice.go).
@@ -232,7 +239,9 @@ func choose(in Input) (*Plan, *Unfit) {
 	w := work{idx: make([]int, len(in.Nodes)), free: make([]capacity.Resources, len(in.Nodes)), all: true}
 	for i := range in.Nodes {
 		w.idx[i] = i
-		w.free[i] = in.Nodes[i].Free.Clone()
+		if !in.isClosed(i) {
+			w.free[i] = in.Nodes[i].Free.Clone()
+		}
 	}
 	rec := &record{required: map[string]Choice{}, preferred: map[string]Choice{},
 		domains: map[string]sets.Set[string]{}, preferredDomains: map[string]sets.Set[string]{}, slices: map[string]map[int]SliceDomain{}}
@@ -296,6 +305,15 @@ func (w work) subset(pos []int, clone bool) work {
 		}
 	}
 	return s
+}
+
+// subsetInto is subset(pos, true) into s, reusing s's slices.
+func (w work) subsetInto(s *work, pos []int) {
+	s.idx, s.free, s.all = s.idx[:0], s.free[:0], false
+	for _, p := range pos {
+		s.idx = append(s.idx, w.idx[p])
+		s.free = append(s.free, w.free[p].Clone())
+	}
 }
 
 func (w work) writeBack(pos []int, s work) {
@@ -560,23 +578,44 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		}
 	}
 	largest := p.demand[s.ID].Largest()
-	bestValue, bestSpare, found := "", int64(math.MaxInt64), false
-	mostValue, mostPlaced := "", int64(-1)
+	var bestValue, mostValue string
+	var bestSpare, mostPlaced int64
+	var found bool
 	var mostUnfit *Unfit
-	for _, v := range values {
-		candidate := w.subset(byValue[v], true)
-		saved := p.saveTaken()
-		placed, unfit := p.fitInside(s, candidate, nil)
-		p.taken = saved
-		if placed > mostPlaced {
-			mostValue, mostPlaced, mostUnfit = v, placed, unfit
+	// A domain of closed nodes only (taken out by a replica spread's tier) holds none of s when
+	// s has pods to place and no slices (a slice with all its members placed fits anywhere): it
+	// is not tried while another domain may hold s. When none does, every domain is tried
+	// again, so that the reason names the domain it named before.
+	skipClosed := p.in.closed != nil && len(p.in.Slices) == 0 && p.demand[s.ID].Total() > 0
+	for {
+		bestValue, bestSpare, found = "", int64(math.MaxInt64), false
+		mostValue, mostPlaced, mostUnfit = "", int64(-1), nil
+		skipped := false
+		// The candidates' views share one buffer: a trial keeps nothing of its domain.
+		var candidate work
+		for _, v := range values {
+			if skipClosed && p.closedDomain(w, byValue[v]) {
+				skipped = true
+				continue
+			}
+			w.subsetInto(&candidate, byValue[v])
+			saved := p.saveTaken()
+			placed, unfit := p.fitInside(s, candidate, nil)
+			p.taken = saved
+			if placed > mostPlaced {
+				mostValue, mostPlaced, mostUnfit = v, placed, unfit
+			}
+			if unfit != nil {
+				continue
+			}
+			if spare := capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class); spare < bestSpare {
+				bestValue, bestSpare, found = v, spare, true
+			}
 		}
-		if unfit != nil {
-			continue
+		if found || !skipped {
+			break
 		}
-		if spare := capacity.Spare(candidate.free, p.allowed(candidate), largest.Shape, largest.Class); spare < bestSpare {
-			bestValue, bestSpare, found = v, spare, true
-		}
+		skipClosed = false
 	}
 	if !found {
 		by := p.pinnedBy(s, key, pinned)
@@ -595,6 +634,16 @@ func (p *planner) chooseDomain(s *Set, key, pinned string, w work) ([]int, strin
 		return nil, "", u
 	}
 	return byValue[bestValue], bestValue, nil
+}
+
+// closedDomain reports whether every node of a domain (positions pos in w) is closed.
+func (p *planner) closedDomain(w work, pos []int) bool {
+	for _, at := range pos {
+		if !p.in.closed[w.idx[at]] {
+			return false
+		}
+	}
+	return len(pos) > 0
 }
 
 // groupFit is how well one value of the shared key holds the gang's group.
@@ -661,7 +710,7 @@ func (p *planner) companionsFit(candidate work, demand func(Companion) map[strin
 	w := candidate.subset(identity(len(candidate.idx)), true)
 	all := true
 	for _, c := range p.in.Group {
-		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c), Index: p.in.Index}, byName: p.byName,
+		cp := &planner{in: Input{Tree: c.Tree, Nodes: p.in.Nodes, Demand: demand(c), Index: p.in.Index, closed: p.in.closed}, byName: p.byName,
 			demand: map[string]capacity.Demands{}, pins: map[string]string{}, preferredPins: map[string]string{}}
 		cp.collectDemand(c.Tree.Root)
 		trial := w.subset(identity(len(w.idx)), true)
@@ -728,7 +777,11 @@ func (p *planner) choosePreferred(s *Set, w work, rec *record) (pos []int, holds
 func (p *planner) allowed(w work) []capacity.Mask {
 	var masks []capacity.Mask
 	for pos, i := range w.idx {
-		if ex := p.in.Nodes[i].Excluded; ex != 0 && masks == nil {
+		ex := p.in.Nodes[i].Excluded
+		if p.in.isClosed(i) {
+			ex = capacity.AnyClass
+		}
+		if ex != 0 && masks == nil {
 			masks = make([]capacity.Mask, len(w.idx))
 			for j := range masks {
 				masks[j] = capacity.AnyClass

@@ -2,8 +2,9 @@ package placement
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -39,23 +40,39 @@ type SpreadMember struct {
 	Nodes []string
 }
 
-// spreadUse counts, per value of the spread's key, the other replicas that use it, and names
-// one of their PodGangs per value.
-func (s *Spread) use(labels map[string]map[string]string) (count map[string]int, by map[string]string) {
-	count, by = map[string]int{}, map[string]string{}
-	for _, m := range s.Others {
-		seen := sets.New[string]()
+// spreadUse is how many other replicas use each domain of a spread's key (positions in
+// d.values), and one of their PodGangs per domain.
+type spreadUse struct {
+	d     *domains
+	count []int
+	by    []string
+}
+
+// use counts, per domain of the spread's key among x's nodes, the other replicas that use it.
+// Nodes x does not know are in no domain.
+func (s *Spread) use(x *Index) spreadUse {
+	d := x.domainsOf(s.Key)
+	u := spreadUse{d: d, count: make([]int, len(d.values)), by: make([]string, len(d.values))}
+	// seen[v] is one more than the last replica counted in domain v: each counts once there.
+	seen := make([]int, len(d.values))
+	for k, m := range s.Others {
 		for _, n := range m.Nodes {
-			if v, ok := labels[n][s.Key]; ok && !seen.Has(v) {
-				seen.Insert(v)
-				count[v]++
-				if by[v] == "" || m.Gang < by[v] {
-					by[v] = m.Gang
-				}
+			i, ok := x.byName[n]
+			if !ok {
+				continue
+			}
+			v := d.of[i]
+			if v < 0 || seen[v] == k+1 {
+				continue
+			}
+			seen[v] = k + 1
+			u.count[v]++
+			if u.by[v] == "" || m.Gang < u.by[v] {
+				u.by[v] = m.Gang
 			}
 		}
 	}
-	return count, by
+	return u
 }
 
 // chooseSpread is Choose under replica spreads. A required spread takes every node of a domain
@@ -67,11 +84,12 @@ func (s *Spread) use(labels map[string]map[string]string) (count map[string]int,
 func chooseSpread(in Input) (*Plan, *Unfit) {
 	spreads := in.Spread
 	in.Spread = nil
-	labels := make(map[string]map[string]string, len(in.Nodes))
-	for i := range in.Nodes {
-		labels[in.Nodes[i].Name] = in.Nodes[i].Labels
+	if in.Index == nil {
+		// Built once for every tier's choice.
+		in.Index = NewIndex(in.Nodes)
 	}
-	blocked := make([]bool, len(in.Nodes))
+	n := len(in.Nodes)
+	blocked := make([]bool, n)
 	// Scoped spreads block nodes for their PodGroups only, one block per distinct scope.
 	scopeOf := map[string]int{}
 	var scopes []scope
@@ -83,7 +101,7 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 		if i, ok := scopeOf[k]; ok {
 			return i
 		}
-		scopes = append(scopes, scope{groups: s.PodGroups, blocked: make([]bool, len(in.Nodes))})
+		scopes = append(scopes, scope{groups: s.PodGroups, blocked: make([]bool, n)})
 		scopeOf[k] = len(scopes) - 1
 		return len(scopes) - 1
 	}
@@ -91,7 +109,7 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 	gangRequired := false
 	type preferredUse struct {
 		s     *Spread
-		count map[string]int
+		use   spreadUse
 		min   int
 		max   int
 		scope int
@@ -99,81 +117,69 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 	var preferred []preferredUse
 	for i := range spreads {
 		s := &spreads[i]
-		count, by := s.use(labels)
+		use := s.use(in.Index)
 		sc := scopeFor(s)
 		if s.Required {
-			required = append(required, requiredUse{s: s, count: count, by: by})
+			required = append(required, requiredUse{s: s, use: use})
 			if sc >= 0 {
-				markBlocked(in.Nodes, s.Key, count, scopes[sc].blocked)
+				markBlocked(use, scopes[sc].blocked)
 			} else {
-				markBlocked(in.Nodes, s.Key, count, blocked)
+				markBlocked(use, blocked)
 				gangRequired = true
 			}
 			continue
 		}
-		u := preferredUse{s: s, count: count, min: -1, scope: sc}
-		for n := range in.Nodes {
-			if v, ok := in.Nodes[n].Labels[s.Key]; ok {
-				c := count[v]
-				if u.min < 0 || c < u.min {
-					u.min = c
-				}
-				u.max = max(u.max, c)
+		// The least and most used domains: every domain has a node, so these are the counts
+		// of the nodes' domains.
+		u := preferredUse{s: s, use: use, min: -1, scope: sc}
+		for _, c := range use.count {
+			if u.min < 0 || c < u.min {
+				u.min = c
 			}
+			u.max = max(u.max, c)
 		}
 		preferred = append(preferred, u)
 	}
 	var lastUnfit *Unfit
 	for tier := 0; ; tier++ {
-		nodes := make([]Node, len(in.Nodes))
-		copy(nodes, in.Nodes)
-		out, restricted, all := make([]bool, len(nodes)), false, true
+		// out: the nodes this tier takes out (with the required spreads' blocks).
+		out, restricted, all := append([]bool(nil), blocked...), false, true
 		// The scopes' blocks for this tier: required ones plus the preferred tier's.
 		tierScopes := make([]scope, len(scopes))
 		scopeOut := make([][]bool, len(scopes))
 		for k := range scopes {
 			tierScopes[k] = scope{groups: scopes[k].groups, blocked: append([]bool(nil), scopes[k].blocked...)}
-			scopeOut[k] = make([]bool, len(nodes))
+			scopeOut[k] = make([]bool, n)
 		}
-		for n := range nodes {
-			for _, u := range preferred {
-				limit := u.min + int(max(u.s.MaxSkew, 1)) - 1 + tier
-				if limit < u.max {
-					all = false
-				}
-				if v, ok := nodes[n].Labels[u.s.Key]; ok && u.count[v] > limit {
-					if u.scope >= 0 {
-						tierScopes[u.scope].blocked[n], scopeOut[u.scope][n] = true, true
-					} else {
-						out[n], restricted = true, true
-					}
-				}
+		// tierOut: the nodes the preferred tier takes out, for SpreadNodes.
+		tierOut := make([]bool, n)
+		for _, u := range preferred {
+			limit := u.min + int(max(u.s.MaxSkew, 1)) - 1 + tier
+			if limit < u.max && n > 0 {
+				all = false
 			}
-			if out[n] || blocked[n] {
-				nodes[n].Free, nodes[n].Excluded = capacity.Resources{}, capacity.AnyClass
+			for i, v := range u.use.d.of {
+				if v < 0 || u.use.count[v] <= limit {
+					continue
+				}
+				if u.scope >= 0 {
+					tierScopes[u.scope].blocked[i], scopeOut[u.scope][i] = true, true
+				} else {
+					out[i], tierOut[i], restricted = true, true, true
+				}
 			}
 		}
 		trial := in
-		trial.Nodes = nodes
+		trial.closed = out
 		trial.scopes = tierScopes
 		plan, unfit := Choose(trial)
 		if unfit == nil {
-			plan.recordScopes(nodes, scopes, scopeOut)
+			plan.recordScopes(in.Index, scopes, scopeOut)
 			if gangRequired {
-				plan.spreadRequired = sets.New[string]()
-				for n := range nodes {
-					if !blocked[n] {
-						plan.spreadRequired.Insert(nodes[n].Name)
-					}
-				}
+				plan.spreadRequired = namesWithout(in.Index, blocked)
 			}
 			if restricted {
-				plan.spreadNodes = sets.New[string]()
-				for n := range nodes {
-					if !out[n] {
-						plan.spreadNodes.Insert(nodes[n].Name)
-					}
-				}
+				plan.spreadNodes = &nodeMarks{x: in.Index, out: tierOut}
 			}
 			return plan, nil
 		}
@@ -191,10 +197,27 @@ func chooseSpread(in Input) (*Plan, *Unfit) {
 	return nil, lastUnfit
 }
 
+// namesWithout are the names of x's nodes but those marked in out.
+func namesWithout(x *Index, out []bool) sets.Set[string] {
+	size := 0
+	for _, o := range out {
+		if !o {
+			size++
+		}
+	}
+	// Sized up front: growing a set of thousands of names rehashes it several times.
+	names := make(sets.Set[string], size)
+	for i, name := range x.names {
+		if !out[i] {
+			names.Insert(name)
+		}
+	}
+	return names
+}
+
 type requiredUse struct {
-	s     *Spread
-	count map[string]int
-	by    map[string]string
+	s   *Spread
+	use spreadUse
 }
 
 // spreadUnfit says that the gang waits for a domain of its own.
@@ -205,18 +228,20 @@ func spreadUnfit(required []requiredUse, inner *Unfit) *Unfit {
 	}
 	var parts []string
 	for _, r := range required {
-		values := make([]string, 0, len(r.count))
-		for v := range r.count {
-			values = append(values, v)
+		// The domains in use, in sorted order (as d.values is).
+		var inUse []int
+		for v, c := range r.use.count {
+			if c > 0 {
+				inUse = append(inUse, v)
+			}
 		}
-		sort.Strings(values)
 		var used []string
-		for i, v := range values {
+		for i, v := range inUse {
 			if i == 5 {
-				used = append(used, fmt.Sprintf("and %d more", len(values)-i))
+				used = append(used, fmt.Sprintf("and %d more", len(inUse)-i))
 				break
 			}
-			used = append(used, fmt.Sprintf("%q (PodGang %s)", v, r.by[v]))
+			used = append(used, fmt.Sprintf("%q (PodGang %s)", r.use.d.values[v], r.use.by[v]))
 		}
 		noun, of := DomainNoun(r.s.Key), "its PodCliqueSet"
 		if len(r.s.PodGroups) > 0 {
@@ -232,7 +257,7 @@ func spreadUnfit(required []requiredUse, inner *Unfit) *Unfit {
 // SpreadNodes are the nodes the gang's replica spreads steer it to: the least used domains
 // that held it (preferred spreads), outside the domains other replicas use (required ones);
 // nil when no preferred spread restricted anything.
-func (p *Plan) SpreadNodes() sets.Set[string] { return p.spreadNodes }
+func (p *Plan) SpreadNodes() sets.Set[string] { return p.spreadNodes.names() }
 
 // SpreadRequiredNodes are the nodes outside every domain another replica uses, under the
 // gang's required spreads; nil without a required spread.
@@ -246,7 +271,51 @@ func (p *Plan) SpreadRequiredNodesFor(group string) sets.Set[string] {
 
 // SpreadNodesFor is SpreadNodes for one PodGroup, with the preferred spreads scoped to it.
 func (p *Plan) SpreadNodesFor(group string) sets.Set[string] {
-	return intersectNil(p.spreadNodes, p.scopedPreferred[group])
+	return intersectNil(p.spreadNodes.names(), p.scopedPreferred[group])
+}
+
+// SpreadNodesWithin is SpreadNodesFor(group) narrowed to within (nil: every node); nil when no
+// preferred spread restricts the PodGroup. Given the few nodes of a required domain, it asks
+// the spreads about those alone rather than naming every node they allow.
+func (p *Plan) SpreadNodesWithin(group string, within sets.Set[string]) sets.Set[string] {
+	scoped := p.scopedPreferred[group]
+	switch {
+	case p.spreadNodes == nil && scoped == nil:
+		return nil
+	case within == nil:
+		return p.SpreadNodesFor(group)
+	}
+	out := sets.New[string]()
+	for name := range within {
+		if (p.spreadNodes == nil || p.spreadNodes.has(name)) && (scoped == nil || scoped.Has(name)) {
+			out.Insert(name)
+		}
+	}
+	return out
+}
+
+// nodeMarks is a set of nodes kept as marks over an index (every node but those out), named
+// only when a caller asks for the whole set: on thousands of nodes, naming them for every gang
+// cost more than the rest of its spread.
+type nodeMarks struct {
+	x   *Index
+	out []bool
+
+	once sync.Once
+	set  sets.Set[string]
+}
+
+func (m *nodeMarks) names() sets.Set[string] {
+	if m == nil {
+		return nil
+	}
+	m.once.Do(func() { m.set = namesWithout(m.x, m.out) })
+	return m.set
+}
+
+func (m *nodeMarks) has(name string) bool {
+	i, ok := m.x.byName[name]
+	return ok && !m.out[i]
 }
 
 func intersectNil(a, b sets.Set[string]) sets.Set[string] {
@@ -261,35 +330,12 @@ func intersectNil(a, b sets.Set[string]) sets.Set[string] {
 
 // recordScopes remembers, per PodGroup of a scope, the nodes its required blocks leave it and,
 // when the preferred tier restricted it, the nodes that tier allowed.
-func (p *Plan) recordScopes(nodes []Node, scopes []scope, out [][]bool) {
+func (p *Plan) recordScopes(x *Index, scopes []scope, out [][]bool) {
 	for k, sc := range scopes {
-		var req, pref sets.Set[string]
-		for n := range nodes {
-			if sc.blocked[n] {
-				continue
-			}
-			if req == nil {
-				req = sets.New[string]()
-			}
-			req.Insert(nodes[n].Name)
-		}
-		if req == nil {
-			req = sets.New[string]()
-		}
-		restricted := false
-		for n := range nodes {
-			if out[k][n] {
-				restricted = true
-				break
-			}
-		}
-		if restricted {
-			pref = sets.New[string]()
-			for n := range nodes {
-				if !out[k][n] {
-					pref.Insert(nodes[n].Name)
-				}
-			}
+		req := namesWithout(x, sc.blocked)
+		var pref sets.Set[string]
+		if slices.Contains(out[k], true) {
+			pref = namesWithout(x, out[k])
 		}
 		for _, g := range sc.groups {
 			if p.scopedRequired == nil {
@@ -335,11 +381,11 @@ func (u *Unfit) spreadError() string {
 }
 
 // markBlocked marks the nodes a required spread over key takes out: those in a domain another
-// replica uses (count > 0) and those without the key (in no domain).
-func markBlocked(nodes []Node, key string, count map[string]int, blocked []bool) {
-	for n := range nodes {
-		if v, ok := nodes[n].Labels[key]; !ok || count[v] > 0 {
-			blocked[n] = true
+// replica uses and those without the key (in no domain).
+func markBlocked(u spreadUse, blocked []bool) {
+	for i, v := range u.d.of {
+		if v < 0 || u.count[v] > 0 {
+			blocked[i] = true
 		}
 	}
 }
@@ -350,10 +396,7 @@ func markBlocked(nodes []Node, key string, count map[string]int, blocked []bool)
 // nodes to those PodGroups only, which blocking nodes cannot say: it is returned, for the
 // caller to hand to Choose (Input.Spread) with the nodes.
 func BlockRequiredSpread(nodes []Node, spreads []Spread) (scoped []Spread) {
-	labels := make(map[string]map[string]string, len(nodes))
-	for i := range nodes {
-		labels[nodes[i].Name] = nodes[i].Labels
-	}
+	var x *Index
 	blocked := make([]bool, len(nodes))
 	for i := range spreads {
 		switch {
@@ -361,8 +404,10 @@ func BlockRequiredSpread(nodes []Node, spreads []Spread) (scoped []Spread) {
 		case len(spreads[i].PodGroups) > 0:
 			scoped = append(scoped, spreads[i])
 		default:
-			count, _ := spreads[i].use(labels)
-			markBlocked(nodes, spreads[i].Key, count, blocked)
+			if x == nil {
+				x = NewIndex(nodes)
+			}
+			markBlocked(spreads[i].use(x), blocked)
 		}
 	}
 	for n := range nodes {
