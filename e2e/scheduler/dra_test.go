@@ -170,7 +170,8 @@ func TestDRAGangMembersShareAnUnallocatedClaim(t *testing.T) {
 
 // TestDRADeviceCountSteersAndRejectsGangs: the domain choice only considers racks that still
 // offer the gang's devices; a gang that needs more devices than any rack offers stays pending
-// with a DRA reason, before any member is assumed; new devices make it fit.
+// with a DRA reason, before any member is assumed; new devices make it fit, published after
+// their node.
 func TestDRADeviceCountSteersAndRejectsGangs(t *testing.T) {
 	d := newDRAEnv(t, envOptions{})
 	d.addNodes(rack("a", "2", "r1"), rack("b", "8", "r2"), rack("c", "8", "r2"))
@@ -201,8 +202,15 @@ func TestDRADeviceCountSteersAndRejectsGangs(t *testing.T) {
 		assert.Nil(t, d.getClaim(name).Status.Allocation, "nothing was allocated for %s", name)
 	}
 
-	// A node with two devices joins rack r1: the gang goes there.
+	// A node joins rack r1 and the gang is tried there before the node's devices are
+	// published (as a DRA driver publishes them after its node registers): still no room. The
+	// devices then make it fit, and their ResourceSlice alone must bring the gang back.
+	failed := d.schedulingFailures()
 	d.addNodes(rack("d", "8", "r1"))
+	d.eventually("an attempt after the node joined", func() (bool, string) {
+		now := d.schedulingFailures()
+		return now > failed, fmt.Sprintf("%v failed attempts, %v before the node joined", now, failed)
+	})
 	d.publish("d", 2)
 	p = d.waitBound("big", 2)
 	assert.Equal(t, map[string]int{d.nodeName("d"): 2}, p.nodes)

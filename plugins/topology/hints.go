@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -21,7 +22,40 @@ func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.isSchedulableAfterPodDeleted},
 		// A new node, or one that gained room, labels or lost taints, may complete a domain.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: p.isSchedulableAfterNodeChange},
+		// This plugin also rules out domains without the gang's devices (DeviceAdvice): new or
+		// changed devices, a device class, or a claim giving its device back may open one. Without
+		// these, a gang turned away for devices before its node's ResourceSlice was published
+		// waited for the next node or pod event, or minutes for the queue's flush.
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.isSchedulableAfterDeviceChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.isSchedulableAfterDeviceChange},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}, QueueingHintFn: p.isSchedulableAfterClaimReleased},
 	}, nil
+}
+
+// isSchedulableAfterDeviceChange requeues a member when devices or device classes were added
+// or changed: the domains that offer its gang's devices may have grown. The advice is for the
+// whole gang, so a member without claims of its own counts too.
+func (p *Plugin) isSchedulableAfterDeviceChange(_ klog.Logger, pod *v1.Pod, _, _ any) (fwk.QueueingHint, error) {
+	if _, _, ok := gangcache.GangKey(pod); !ok {
+		return fwk.QueueSkip, nil
+	}
+	return p.unlessScouted(pod), nil
+}
+
+// isSchedulableAfterClaimReleased requeues a member when a claim lost its allocation or was
+// deleted allocated: its devices are free again. Other claim changes free no device.
+func (p *Plugin) isSchedulableAfterClaimReleased(_ klog.Logger, pod *v1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	oldClaim, newClaim, err := util.As[*resourceapi.ResourceClaim](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if _, _, ok := gangcache.GangKey(pod); !ok {
+		return fwk.QueueSkip, nil
+	}
+	if oldClaim == nil || oldClaim.Status.Allocation == nil || newClaim != nil && newClaim.Status.Allocation != nil {
+		return fwk.QueueSkip, nil
+	}
+	return p.unlessScouted(pod), nil
 }
 
 // isSchedulableAfterPodDeleted requeues a member (the only pods this plugin rejects) when the

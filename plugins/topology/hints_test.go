@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -25,7 +27,60 @@ func TestEventsToRegister(t *testing.T) {
 	assert.Equal(t, []fwk.ClusterEvent{
 		{Resource: fwk.AssignedPod, ActionType: fwk.Delete},
 		{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint},
+		{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update},
+		{Resource: fwk.DeviceClass, ActionType: fwk.Add | fwk.Update},
+		{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete},
 	}, got)
+}
+
+// The plugin turns gangs away for devices (DeviceAdvice), so device changes that may open a
+// domain requeue its members; a claim change frees a device only when the claim gives its
+// allocation back.
+func TestIsSchedulableAfterDeviceChanges(t *testing.T) {
+	allocated := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
+	unallocated := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	cases := []struct {
+		name     string
+		pod      string // "member" or "plain"
+		scoutNot bool
+		hint     string // "device" or "claim"
+		old, new any
+		want     fwk.QueueingHint
+	}{
+		{name: "devices published", pod: "member", hint: "device", new: slice, want: fwk.Queue},
+		{name: "devices changed", pod: "member", hint: "device", old: slice, new: slice, want: fwk.Queue},
+		{name: "devices of pods outside gangs are not this plugin's", pod: "plain", hint: "device", new: slice, want: fwk.QueueSkip},
+		{name: "another member scouts for the gang", pod: "member", scoutNot: true, hint: "device", new: slice, want: fwk.QueueSkip},
+		{name: "a claim gave its allocation back", pod: "member", hint: "claim", old: allocated, new: unallocated, want: fwk.Queue},
+		{name: "an allocated claim was deleted", pod: "member", hint: "claim", old: allocated, want: fwk.Queue},
+		{name: "an allocated claim was deleted, final state unknown", pod: "member", hint: "claim", old: cache.DeletedFinalStateUnknown{Obj: allocated}, want: fwk.Queue},
+		{name: "a claim was allocated", pod: "member", hint: "claim", old: unallocated, new: allocated, want: fwk.QueueSkip},
+		{name: "an allocated claim changed otherwise", pod: "member", hint: "claim", old: allocated, new: allocated, want: fwk.QueueSkip},
+		{name: "an unallocated claim was deleted", pod: "member", hint: "claim", old: unallocated, want: fwk.QueueSkip},
+		{name: "claims of pods outside gangs are not this plugin's", pod: "plain", hint: "claim", old: allocated, new: unallocated, want: fwk.QueueSkip},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newTestPlugin(t, 50)
+			pods := addGang(p, "g", gangSpec(2, rackKey, ""), 2, "1")
+			pod := pods[0]
+			if tc.pod == "plain" {
+				pod = member("plain", "", "1")
+			}
+			if tc.scoutNot {
+				p.gangs.SetScout("ns/g", pods[1].UID)
+			}
+			hint := p.isSchedulableAfterDeviceChange
+			if tc.hint == "claim" {
+				hint = p.isSchedulableAfterClaimReleased
+			}
+			got, err := hint(klog.Background(), pod, tc.old, tc.new)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
 
 func TestIsSchedulableAfterNodeChange(t *testing.T) {
@@ -135,5 +190,7 @@ func TestHintsRejectWrongObjects(t *testing.T) {
 	_, err := p.isSchedulableAfterNodeChange(klog.Background(), pod, nil, pod)
 	assert.Error(t, err)
 	_, err = p.isSchedulableAfterPodDeleted(klog.Background(), pod, testNode("n", "1"), nil)
+	assert.Error(t, err)
+	_, err = p.isSchedulableAfterClaimReleased(klog.Background(), pod, pod, nil)
 	assert.Error(t, err)
 }
