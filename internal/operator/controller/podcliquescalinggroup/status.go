@@ -51,7 +51,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, pcs *corev1alpha1.PodCliq
 // rollout reads the group's part in an update of its PodCliqueSet replica from the members'
 // pods, measured against the template (as the PodCliqueSet's own UpdateInProgress is).
 func (r *Reconciler) rollout(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	groupPods *groupPods, hashes *hash.Templates) (common.ComponentRollout, error) {
+	listed *groupPods, hashes *hash.Templates) (common.ComponentRollout, error) {
 	replica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	var deadline *metav1.Duration
 	if ru := rollingUpdateOfGroup(pcs, pcsg); ru != nil {
@@ -73,7 +73,7 @@ func (r *Reconciler) rollout(ctx context.Context, pcs *corev1alpha1.PodCliqueSet
 		}
 		desired += c.Spec.Replicas * pcsg.Spec.Replicas
 	}
-	items, err := groupPods.list(ctx)
+	items, err := listed.list(ctx)
 	if err != nil {
 		return common.ComponentRollout{}, err
 	}

@@ -227,9 +227,9 @@ func (r *Reconciler) writeProgress(ctx context.Context, pcsg *corev1alpha1.PodCl
 
 // groupReplicas reads the state of each group replica from its members' pods; accepted are the
 // pod template hashes of the group's live pods (templates the apiserver has created pods of).
-func (r *Reconciler) groupReplicas(ctx context.Context, groupPods *groupPods, members []*corev1alpha1.PodClique) ([]groupReplica, map[string]bool, error) {
-	pcsg := groupPods.pcsg
-	items, err := groupPods.list(ctx)
+func (r *Reconciler) groupReplicas(ctx context.Context, listed *groupPods, members []*corev1alpha1.PodClique) ([]groupReplica, map[string]bool, error) {
+	pcsg := listed.pcsg
+	items, err := listed.list(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
