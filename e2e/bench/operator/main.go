@@ -149,7 +149,9 @@ func run(ctx context.Context, scale Scale, outDir, scratch, command string) erro
 		Cluster: cluster.Options{
 			Dir: filepath.Join(dir, "cluster"),
 			APIServerArgs: []string{"--audit-policy-file=" + policy, "--audit-log-path=" + b.auditLog,
-				"--audit-log-format=json", "--audit-log-maxsize=0"},
+				"--audit-log-format=json", "--audit-log-maxsize=0",
+				// The rollout's kube-apiserver profile (the test clusters turn profiling off).
+				"--profiling=true"},
 			ExtraControllers: []string{"deployment-controller", "replicaset-controller"},
 			// The Deployment baseline's controllers get the operator's client budget.
 			ControllerManagerArgs: []string{fmt.Sprintf("--kube-api-qps=%g", b.qps), fmt.Sprintf("--kube-api-burst=%d", b.burst)},
@@ -524,8 +526,12 @@ func (b *bench) disaggWorkloads(ctx context.Context) error {
 	if err := <-profile; err != nil {
 		fmt.Printf("   CPU profile: %v\n", err)
 	}
+	apiserverProfile := b.profileAPIServer(ctx, 40*time.Second, apiserverRollingUpdateProfile)
 	if err := b.rollDisagg(ctx, ns, "disagg", dn, ptr.To(intstr.FromString("25%")), "3"); err != nil {
 		return err
+	}
+	if err := <-apiserverProfile; err != nil {
+		fmt.Printf("   kube-apiserver CPU profile: %v\n", err)
 	}
 	return b.deletePCS(ctx, ns, dn, "delete disaggregated PCS")
 }
@@ -696,6 +702,9 @@ func (b *bench) cleanPods(ctx context.Context, ns string) error {
 const (
 	applyProfile         = "operator-cpu.pprof"
 	rollingUpdateProfile = "operator-cpu-rolling-update.pprof"
+	// apiserverRollingUpdateProfile is kube-apiserver's profile of the 25 % rollout: on two
+	// cores the rollout's time is the control plane's CPU, most of it the apiserver's.
+	apiserverRollingUpdateProfile = "apiserver-cpu-rolling-update.pprof"
 )
 
 // profile captures grove-operator's CPU profile for d in the background, into file.
@@ -728,14 +737,36 @@ func (b *bench) profile(ctx context.Context, d time.Duration, file string) <-cha
 	return done
 }
 
-// pprofTop is `go tool pprof -top` of a captured profile (nil when it was not captured).
-func (b *bench) pprofTop(ctx context.Context, file string) []string {
+// profileAPIServer captures kube-apiserver's CPU profile for d in the background, into file
+// (its /debug/pprof, with the admin's credentials).
+func (b *bench) profileAPIServer(ctx context.Context, d time.Duration, file string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(b.scratch, file), data, 0o644)
+		}()
+	}()
+	return done
+}
+
+// pprofTop is `go tool pprof -top` of a captured profile of program (a binary in the bin
+// directory), flat or by cumulative time (nil when it was not captured).
+func (b *bench) pprofTop(ctx context.Context, program, file string, cumulative bool) []string {
 	path := filepath.Join(b.scratch, file)
 	if _, err := os.Stat(path); err != nil {
 		return nil
 	}
 	bin, _ := cluster.BinDir()
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", filepath.Join(bin, "grove-operator"), path).Output()
+	args := []string{"tool", "pprof", "-top", "-nodecount=25"}
+	if cumulative {
+		args = append(args, "-cum", "-nodecount=40")
+	}
+	out, err := exec.CommandContext(ctx, "go", append(args, filepath.Join(bin, program), path)...).Output()
 	if err != nil {
 		return []string{"go tool pprof: " + err.Error()}
 	}

@@ -39,10 +39,16 @@ type Report struct {
 	PprofWindow      string         `json:"pprofWindow"`
 	// RollingUpdatePprofTop is the profile of the first 40 s of the disaggregated rolling update.
 	RollingUpdatePprofTop []string `json:"rollingUpdatePprofTop,omitempty"`
+	// APIServerRollingUpdatePprofTop is kube-apiserver's profile of the first 40 s of the
+	// rolling update at maxUnavailable 25 %, by cumulative time.
+	APIServerRollingUpdatePprofTop []string `json:"apiserverRollingUpdatePprofTop,omitempty"`
 }
 
 // rollingUpdateWindow is what the rolling update's profile covers.
 const rollingUpdateWindow = "the first 40 s of the rolling update of the disaggregated PCS"
+
+// apiserverRollingUpdateWindow is what kube-apiserver's profile covers.
+const apiserverRollingUpdateWindow = "the first 40 s of the rolling update of the disaggregated PCS at maxUnavailable 25%"
 
 func (b *bench) report(ctx context.Context, outDir, command string) error {
 	rep := &Report{Command: command, Date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Cores: runtime.NumCPU(),
@@ -80,8 +86,9 @@ func (b *bench) report(ctx context.Context, outDir, command string) error {
 	pid := b.env.Operator.PID()
 	rep.OperatorCPU, _ = cpuSeconds(pid)
 	rep.OperatorPeakRSS, _ = peakRSSMiB(pid)
-	rep.PprofTop = b.pprofTop(ctx, applyProfile)
-	rep.RollingUpdatePprofTop = b.pprofTop(ctx, rollingUpdateProfile)
+	rep.PprofTop = b.pprofTop(ctx, "grove-operator", applyProfile, false)
+	rep.RollingUpdatePprofTop = b.pprofTop(ctx, "grove-operator", rollingUpdateProfile, false)
+	rep.APIServerRollingUpdatePprofTop = b.pprofTop(ctx, "kube-apiserver", apiserverRollingUpdateProfile, true)
 
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -222,6 +229,9 @@ func (rep *Report) table(w io.Writer) {
 	if len(rep.RollingUpdatePprofTop) > 0 {
 		fmt.Fprintf(w, "\nCPU profile (%s):\n%s\n", rollingUpdateWindow, strings.Join(rep.RollingUpdatePprofTop, "\n"))
 	}
+	if len(rep.APIServerRollingUpdatePprofTop) > 0 {
+		fmt.Fprintf(w, "\nkube-apiserver CPU profile (%s), cumulative:\n%s\n", apiserverRollingUpdateWindow, strings.Join(rep.APIServerRollingUpdatePprofTop, "\n"))
+	}
 }
 
 func (rep *Report) markdown(w io.Writer) error {
@@ -304,6 +314,9 @@ func (rep *Report) markdown(w io.Writer) error {
 	}
 	if len(rep.RollingUpdatePprofTop) > 0 {
 		p("\n## CPU profile of grove-operator (%s)\n\n```\n%s\n```\n", rollingUpdateWindow, strings.Join(rep.RollingUpdatePprofTop, "\n"))
+	}
+	if len(rep.APIServerRollingUpdatePprofTop) > 0 {
+		p("\n## CPU profile of kube-apiserver (%s), by cumulative time\n\n```\n%s\n```\n", apiserverRollingUpdateWindow, strings.Join(rep.APIServerRollingUpdatePprofTop, "\n"))
 	}
 	for _, r := range rep.Results {
 		if r.Error != "" {
