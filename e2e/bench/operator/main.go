@@ -709,47 +709,42 @@ const (
 
 // profile captures grove-operator's CPU profile for d in the background, into file.
 func (b *bench) profile(ctx context.Context, d time.Duration, file string) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		done <- func() error {
-			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprofAddr, int(d.Seconds()))
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("GET %s: %s", url, resp.Status)
-			}
-			f, err := os.Create(filepath.Join(b.scratch, file))
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(f, resp.Body)
-			return err
-		}()
-	}()
-	return done
+	return b.capture(ctx, file, func(ctx context.Context) ([]byte, error) {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprofAddr, int(d.Seconds()))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	})
 }
 
 // profileAPIServer captures kube-apiserver's CPU profile for d in the background, into file
 // (its /debug/pprof, with the admin's credentials).
 func (b *bench) profileAPIServer(ctx context.Context, d time.Duration, file string) <-chan error {
+	return b.capture(ctx, file, func(ctx context.Context) ([]byte, error) {
+		return b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
+	})
+}
+
+// capture writes what get returns into file in the scratch directory, in the background.
+func (b *bench) capture(ctx context.Context, file string, get func(context.Context) ([]byte, error)) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		done <- func() error {
-			data, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
-				Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(b.scratch, file), data, 0o644)
-		}()
+		data, err := get(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(b.scratch, file), data, 0o644)
+		}
+		done <- err
 	}()
 	return done
 }
@@ -764,7 +759,7 @@ func (b *bench) pprofTop(ctx context.Context, program, file string, cumulative b
 	bin, _ := cluster.BinDir()
 	args := []string{"tool", "pprof", "-top", "-nodecount=25"}
 	if cumulative {
-		args = append(args, "-cum", "-nodecount=40")
+		args = []string{"tool", "pprof", "-top", "-cum", "-nodecount=40"}
 	}
 	out, err := exec.CommandContext(ctx, "go", append(args, filepath.Join(bin, program), path)...).Output()
 	if err != nil {
