@@ -527,11 +527,15 @@ func (b *bench) disaggWorkloads(ctx context.Context) error {
 		fmt.Printf("   CPU profile: %v\n", err)
 	}
 	apiserverProfile := b.profileAPIServer(ctx, 40*time.Second, apiserverRollingUpdateProfile)
+	quarterProfile := b.profile(ctx, 40*time.Second, quarterRolloutProfile)
 	if err := b.rollDisagg(ctx, ns, "disagg", dn, ptr.To(intstr.FromString("25%")), "3"); err != nil {
 		return err
 	}
 	if err := <-apiserverProfile; err != nil {
 		fmt.Printf("   kube-apiserver CPU profile: %v\n", err)
+	}
+	if err := <-quarterProfile; err != nil {
+		fmt.Printf("   CPU profile: %v\n", err)
 	}
 	return b.deletePCS(ctx, ns, dn, "delete disaggregated PCS")
 }
@@ -705,6 +709,9 @@ const (
 	// apiserverRollingUpdateProfile is kube-apiserver's profile of the 25 % rollout: on two
 	// cores the rollout's time is the control plane's CPU, most of it the apiserver's.
 	apiserverRollingUpdateProfile = "apiserver-cpu-rolling-update.pprof"
+	// quarterRolloutProfile is grove-operator's profile of the same rollout (the one above is
+	// of the rollout at the default budget, which reconciles far more often).
+	quarterRolloutProfile = "operator-cpu-rolling-update-25.pprof"
 )
 
 // profile captures grove-operator's CPU profile for d in the background, into file.

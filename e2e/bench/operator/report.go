@@ -42,6 +42,8 @@ type Report struct {
 	// APIServerRollingUpdatePprofTop is kube-apiserver's profile of the first 40 s of the
 	// rolling update at maxUnavailable 25 %, by cumulative time.
 	APIServerRollingUpdatePprofTop []string `json:"apiserverRollingUpdatePprofTop,omitempty"`
+	// QuarterRolloutPprofTop is grove-operator's profile of the same window, by cumulative time.
+	QuarterRolloutPprofTop []string `json:"quarterRolloutPprofTop,omitempty"`
 }
 
 // rollingUpdateWindow is what the rolling update's profile covers.
@@ -89,6 +91,7 @@ func (b *bench) report(ctx context.Context, outDir, command string) error {
 	rep.PprofTop = b.pprofTop(ctx, "grove-operator", applyProfile, false)
 	rep.RollingUpdatePprofTop = b.pprofTop(ctx, "grove-operator", rollingUpdateProfile, false)
 	rep.APIServerRollingUpdatePprofTop = b.pprofTop(ctx, "kube-apiserver", apiserverRollingUpdateProfile, true)
+	rep.QuarterRolloutPprofTop = b.pprofTop(ctx, "grove-operator", quarterRolloutProfile, true)
 
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -232,6 +235,9 @@ func (rep *Report) table(w io.Writer) {
 	if len(rep.APIServerRollingUpdatePprofTop) > 0 {
 		fmt.Fprintf(w, "\nkube-apiserver CPU profile (%s), cumulative:\n%s\n", apiserverRollingUpdateWindow, strings.Join(rep.APIServerRollingUpdatePprofTop, "\n"))
 	}
+	if len(rep.QuarterRolloutPprofTop) > 0 {
+		fmt.Fprintf(w, "\nCPU profile (%s), cumulative:\n%s\n", apiserverRollingUpdateWindow, strings.Join(rep.QuarterRolloutPprofTop, "\n"))
+	}
 }
 
 func (rep *Report) markdown(w io.Writer) error {
@@ -317,6 +323,9 @@ func (rep *Report) markdown(w io.Writer) error {
 	}
 	if len(rep.APIServerRollingUpdatePprofTop) > 0 {
 		p("\n## CPU profile of kube-apiserver (%s), by cumulative time\n\n```\n%s\n```\n", apiserverRollingUpdateWindow, strings.Join(rep.APIServerRollingUpdatePprofTop, "\n"))
+	}
+	if len(rep.QuarterRolloutPprofTop) > 0 {
+		p("\n## CPU profile of grove-operator (%s), by cumulative time\n\n```\n%s\n```\n", apiserverRollingUpdateWindow, strings.Join(rep.QuarterRolloutPprofTop, "\n"))
 	}
 	for _, r := range rep.Results {
 		if r.Error != "" {

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -243,4 +244,61 @@ func TestUpdateInProgressPerComponent(t *testing.T) {
 		assert.Equal(c, apicommon.ReasonNoActiveUpdate, group)
 		assert.Equal(c, apicommon.ReasonNoActiveUpdate, pcsCondition(c).Reason)
 	})
+}
+
+// TestGroupMembersTakeTheNewTemplateAtTheirTurn: under RollingRecreate a scaling group's
+// members are written only when their group replica's turn comes, as upstream recreates a
+// group replica's PodCliques then. While nothing schedules the first replaced replica's new
+// pods (its deadline passes), only that replica's members (the highest index) hold the new
+// template; the others keep the one their pods run, and their pods are untouched. Once pods
+// schedule again, every member moves.
+func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
+	e := newEnv(t)
+	pcs := disaggregated(e.ns, "turn", 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
+		ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("turn", 1, 4, 1))
+	sched := e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "turn", 1, 13)
+	old := map[string]string{}
+	for j := range 4 {
+		for _, clique := range []string{"prefill", "decode"} {
+			name := apicommon.ScalingGroupPodCliqueName("turn-0-workers", j, clique)
+			old[name] = e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash]
+		}
+	}
+
+	sched.pause(true)
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	e.eventually(func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(e.pcsg(c, "turn-0-workers").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
+		}
+	})
+	for name, hash := range old {
+		now := e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash]
+		if strings.HasPrefix(name, "turn-0-workers-3-") {
+			assert.NotEqual(t, hash, now, "%s: its replica's turn came first (the highest index)", name)
+		} else {
+			assert.Equal(t, hash, now, "%s keeps the template its pods run until its replica's turn", name)
+		}
+	}
+	deletions, _, _, _ := tr.snapshot()
+	groupDeletions := 0
+	for _, d := range deletions {
+		if d.group == "turn-0-workers" {
+			assert.Equal(t, 3, d.groupIndex, "%s: only the replica at its turn loses pods", d.pod)
+			groupDeletions++
+		}
+	}
+	assert.Equal(t, 3, groupDeletions, "the three pods of the replica at its turn")
+
+	sched.pause(false)
+	e.waitUpdated("turn", 1)
+	for name, hash := range old {
+		assert.NotEqual(t, hash, e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash], "%s holds the new template once the update is done", name)
+	}
 }

@@ -115,12 +115,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pods := &groupPods{reader: r.Client, pcsg: pcsg}
 	// The group's claims exist before its members' pods reference them.
 	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
+	// The update decides first which group replicas keep their members' template for now: a
+	// replica's members are written only at its turn.
 	var conflicts bool
+	var held map[int]bool
 	if syncErr == nil {
-		conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes)
+		held, syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members, pods, hashes)
 	}
 	if syncErr == nil {
-		syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members, pods, hashes)
+		conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes, held)
 	}
 	recheck, statusErr := r.updateStatus(ctx, pcs, pcsg, members, pods, hashes, syncErr == nil)
 	res := reconcile.Result{RequeueAfter: recheck}
@@ -177,10 +180,11 @@ func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliq
 }
 
 // syncMembers deletes the PodCliques of replicas at or above spec.replicas (and of cliques no
-// longer in the group) and creates or updates the others.
+// longer in the group) and creates or updates the others, except the existing members of the
+// held replicas, which keep the template their pods run until the update reaches them.
 // It reports whether a member's name is held by a PodClique Grove did not create.
 func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique,
-	pods *groupPods, hashes *hash.Templates) (bool, error) {
+	pods *groupPods, hashes *hash.Templates, held map[int]bool) (bool, error) {
 	pcsReplica, ok := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !ok {
 		return false, reconcile.TerminalError(fmt.Errorf("PodCliqueScalingGroup %s has no valid %s label", pcsg.Name, apicommon.LabelPodCliqueSetReplicaIndex))
@@ -202,12 +206,17 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 		want[t.Name()] = true
 	}
 	var unwanted []*corev1alpha1.PodClique
+	existing := make(map[string]bool, len(members))
 	for _, m := range members {
+		existing[m.Name] = true
 		if !want[m.Name] {
 			unwanted = append(unwanted, m)
 		}
 	}
-	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods)
+	targets = slices.DeleteFunc(targets, func(t common.PodCliqueTarget) bool {
+		return held[t.Member.Replica] && existing[t.Name()]
+	})
+	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods, hashes)
 	if err != nil {
 		return false, err
 	}
@@ -259,13 +268,13 @@ func ptrOr(p *int32, def int32) int32 {
 // replicas and replicas still being removed allows. Outside an update, or for members of
 // cliques no longer in the group, nothing is held back.
 func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members, unwanted []*corev1alpha1.PodClique, pods *groupPods) ([]*corev1alpha1.PodClique, error) {
+	members, unwanted []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) ([]*corev1alpha1.PodClique, error) {
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	progress := pcsg.Status.UpdateProgress
 	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
 		return unwanted, nil
 	}
-	replicas, _, err := r.groupReplicas(ctx, pods, members)
+	replicas, _, err := r.groupReplicas(ctx, pods, members, hashes)
 	if err != nil {
 		return nil, err
 	}
@@ -282,13 +291,7 @@ func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.
 			waiting = append(waiting, j)
 		}
 	}
-	unavailable := 0
-	for _, g := range replicas {
-		if !g.available {
-			unavailable++
-		}
-	}
-	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable - len(removing)
+	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailableOrClaimed(replicas) - len(removing)
 	sort.Sort(sort.Reverse(sort.IntSlice(waiting)))
 	allowed := map[int]bool{}
 	for _, j := range waiting {

@@ -24,13 +24,20 @@ import (
 
 // groupReplica is what a rolling update needs to know about one replica of the group.
 type groupReplica struct {
-	// outdated are its live pods not built from their PodClique's current template.
+	// outdated are its live pods not built from the template being rolled out.
 	outdated []*corev1.Pod
 	// available: every member has minAvailable ready pods.
 	available bool
 	// updated: every member has all its pods, all ready and none outdated.
 	updated bool
+	// current: every member holds the template being rolled out, so the pods they create now
+	// are new ones.
+	current bool
 }
+
+// claimed: the replica is being replaced while it still serves (its members are written,
+// its old pods not yet deleted), so it draws on the update's budget.
+func (g groupReplica) claimed() bool { return g.current && g.available && len(g.outdated) > 0 }
 
 // replaceOutdatedReplicas moves the group to the current template during an update of its
 // PodCliqueSet replica. A group replica is one gang unit (say a leader and its workers), so it
@@ -38,13 +45,23 @@ type groupReplica struct {
 // nothing, and a stuck replica must not block the update that may fix it); available ones go
 // within the group's rollingUpdate.maxUnavailable: at most that many of its desired replicas
 // are unavailable at a time, replicas still starting and replicas a scale-in is removing
-// included. Under Coherent the PodCliqueSet controller replaces the replica's pods instead. Deletions are remembered until the cache shows them, so a reconcile
-// on a stale cache never counts a replica being recreated as available.
+// included. Under Coherent the PodCliqueSet controller replaces the replica's pods instead.
+//
+// Under RollingRecreate a replica's members get the new template only at the replica's turn,
+// as upstream Grove recreates a group replica's PodCliques then: until that turn they keep
+// the template their pods run (a pod lost meanwhile comes back as it was), report nothing
+// updated, and are not written. Writing every member up front cost a template write and a
+// status write per member before the first pod was replaced. The returned replicas are those
+// whose members are held. A turn takes two passes: this one writes the members, and the next,
+// once the cache shows them (the consistency check at the top of the reconcile), deletes the
+// old pods, so the PodClique controller, reading the same cache, recreates them from the new
+// template. Deletions are remembered until the cache shows them, so a reconcile on a stale
+// cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) error {
-	replicas, accepted, err := r.groupReplicas(ctx, pods, members)
+	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) (map[int]bool, error) {
+	replicas, accepted, err := r.groupReplicas(ctx, pods, members, hashes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	generation := hashes.Generation()
 	progress := pcsg.Status.UpdateProgress.DeepCopy()
@@ -74,27 +91,37 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		sel.Completed = append(sel.Completed, sel.Current)
 	}
 	countMembers(progress, pcsg, members)
+	if corev1alpha1.StrategyOf(pcs) != corev1alpha1.RollingRecreateStrategy {
+		// OnDelete replaces nothing itself; under Coherent the PodCliqueSet controller replaces
+		// the whole replica's pods in one pass. Either way the members hold the new template.
+		return nil, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+	}
+	held := map[int]bool{}
+	for j, g := range replicas {
+		if len(g.outdated) > 0 && !g.current {
+			held[j] = true
+		}
+	}
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
-		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
-	}
-	if corev1alpha1.StrategyOf(pcs) == corev1alpha1.CoherentStrategy {
-		// The PodCliqueSet controller replaces the whole replica's pods in one pass.
-		return r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+		return held, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
 	}
 	var deletions []*corev1.Pod
 	var candidates []int
 	for j, g := range replicas {
 		switch {
 		case len(g.outdated) == 0:
-		case !g.available:
+		case g.current:
 			deletions = append(deletions, g.outdated...)
+		case !g.available:
+			delete(held, j)
 		default:
 			candidates = append(candidates, j)
 		}
 	}
 	budget := r.budget(pcs, pcsg, members, replicas)
 	healthy := len(candidates) > 0 && budget > 0
+	var turn []int
 	if healthy {
 		// Scaled gangs (the highest indices) go before the base gang's replicas.
 		sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
@@ -103,21 +130,25 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 			sel = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{}
 			progress.ReadyReplicaIndicesSelectedToUpdate = sel
 		}
-		for _, j := range candidates[:min(budget, len(candidates))] {
+		turn = candidates[:min(budget, len(candidates))]
+		for _, j := range turn {
 			sel.Current = int32(j) // the last one picked; the budget, not this field, bounds how many
-
-			deletions = append(deletions, replicas[j].outdated...)
 		}
 	}
 	if err := r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)); err != nil {
-		return err
+		return held, err
 	}
 	// Never a healthy group replica before its replacement can be created: pods the apiserver
 	// refuses would leave the gang a replica short for good. Checked once the progress is
 	// stored, so that a progress write that conflicts does not dry-run again on its retry.
+	var errs []error
 	if healthy {
-		if err := r.replacementsCreatable(ctx, pcs, members, accepted); err != nil {
-			return err
+		if err := r.replacementsCreatable(ctx, pcs, pcsg, members, hashes, accepted); err != nil {
+			errs = append(errs, err)
+		} else {
+			for _, j := range turn {
+				delete(held, j)
+			}
 		}
 	}
 	// All at once: a group replica is one gang unit, down as soon as its first pod goes, and
@@ -127,31 +158,37 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	if len(deletions) > 0 {
 		pods.changed()
 	}
-	errs := make([]error, len(deletions))
+	deleted := make([]error, len(deletions))
 	var wg sync.WaitGroup
 	for i, p := range deletions {
 		r.deletions().ExpectDeletion(key, p.UID)
 		wg.Go(func() {
-			if errs[i] = common.Delete(ctx, r.Client, p); errs[i] != nil {
+			if deleted[i] = common.Delete(ctx, r.Client, p); deleted[i] != nil {
 				r.deletions().CancelDeletion(key, p.UID)
 			}
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return held, errors.Join(append(errs, deleted...)...)
 }
 
 // budget is how many more available group replicas may be taken down now: the group's
-// maxUnavailable (of its desired replicas) less the replicas already unavailable and those a
-// scale-in is still removing.
+// maxUnavailable (of its desired replicas) less the replicas already unavailable or being
+// replaced and those a scale-in is still removing.
 func (r *Reconciler) budget(pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique, replicas []groupReplica) int {
-	unavailable := 0
+	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailableOrClaimed(replicas) - len(removedReplicas(pcsg, members))
+}
+
+// unavailableOrClaimed counts the replicas that draw on the update's budget: those not
+// available, and those being replaced while they still serve.
+func unavailableOrClaimed(replicas []groupReplica) int {
+	n := 0
 	for _, g := range replicas {
-		if !g.available {
-			unavailable++
+		if !g.available || g.claimed() {
+			n++
 		}
 	}
-	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable - len(removedReplicas(pcsg, members))
+	return n
 }
 
 // removedReplicas are the replica indices at or above spec.replicas that still have members:
@@ -225,9 +262,10 @@ func (r *Reconciler) writeProgress(ctx context.Context, pcsg *corev1alpha1.PodCl
 	return nil
 }
 
-// groupReplicas reads the state of each group replica from its members' pods; accepted are the
-// pod template hashes of the group's live pods (templates the apiserver has created pods of).
-func (r *Reconciler) groupReplicas(ctx context.Context, listed *groupPods, members []*corev1alpha1.PodClique) ([]groupReplica, map[string]bool, error) {
+// groupReplicas reads the state of each group replica from its members' pods, judged against
+// the templates being rolled out (hashes); accepted are the pod template hashes of the group's
+// live pods (templates the apiserver has created pods of).
+func (r *Reconciler) groupReplicas(ctx context.Context, listed *groupPods, members []*corev1alpha1.PodClique, hashes *hash.Templates) ([]groupReplica, map[string]bool, error) {
 	pcsg := listed.pcsg
 	items, err := listed.list(ctx)
 	if err != nil {
@@ -248,24 +286,33 @@ func (r *Reconciler) groupReplicas(ctx context.Context, listed *groupPods, membe
 			accepted[p.Labels[apicommon.LabelPodTemplateHash]] = true
 		}
 	}
+	// The template each member should run, by member name.
+	want := make(map[string]string, len(members))
+	for j := range int(pcsg.Spec.Replicas) {
+		for _, name := range pcsg.Spec.CliqueNames {
+			want[apicommon.ScalingGroupPodCliqueName(pcsg.Name, j, name)] = hashes.Clique(name)
+		}
+	}
 	replicas := make([]groupReplica, pcsg.Spec.Replicas)
 	count := make([]int, pcsg.Spec.Replicas)
 	for j := range replicas {
-		replicas[j] = groupReplica{available: true, updated: true}
+		replicas[j] = groupReplica{available: true, updated: true, current: true}
 	}
 	for _, m := range members {
 		j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
-		if !ok || j >= len(replicas) || common.IsTerminating(m) {
+		h, wanted := want[m.Name]
+		if !ok || !wanted || j >= len(replicas) || common.IsTerminating(m) {
 			continue
 		}
 		count[j]++
 		g := &replicas[j]
+		g.current = g.current && m.Labels[apicommon.LabelPodTemplateHash] == h
 		var ready int32
 		for _, p := range pods[m.Name] {
 			if common.IsReady(p) {
 				ready++
 			}
-			if p.Labels[apicommon.LabelPodTemplateHash] != m.Labels[apicommon.LabelPodTemplateHash] {
+			if p.Labels[apicommon.LabelPodTemplateHash] != h {
 				g.outdated = append(g.outdated, p)
 			}
 		}
@@ -280,20 +327,38 @@ func (r *Reconciler) groupReplicas(ctx context.Context, listed *groupPods, membe
 	return replicas, accepted, nil
 }
 
-// replacementsCreatable dry-runs a pod of each member PodClique's current template (one per
-// distinct template), except templates in accepted: a live pod of the template shows the
-// apiserver creates them, and dry-running it again at every step of an update cost a request
-// per template and replica replaced, on the path from one replica ready to the next deleted.
-func (r *Reconciler) replacementsCreatable(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, members []*corev1alpha1.PodClique, accepted map[string]bool) error {
+// replacementsCreatable dry-runs a pod of each of the group's cliques as the template being
+// rolled out builds it (one per distinct template), except templates in accepted: a live pod
+// of the template shows the apiserver creates them, and dry-running it again at every step of
+// an update cost a request per template and replica replaced, on the path from one replica
+// ready to the next deleted. The pod is built from a copy of a member written as its turn
+// would write it.
+func (r *Reconciler) replacementsCreatable(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
+	members []*corev1alpha1.PodClique, hashes *hash.Templates, accepted map[string]bool) error {
+	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
+	minAvailable := int(ptrOr(pcsg.Spec.MinAvailable, 1))
 	seen := map[string]bool{}
 	for _, m := range members {
-		h := m.Labels[apicommon.LabelPodTemplateHash] + "/" + m.Spec.RoleName
-		if seen[h] || common.IsTerminating(m) || accepted[m.Labels[apicommon.LabelPodTemplateHash]] {
+		j, ok := common.IntLabel(m, apicommon.LabelPodCliqueScalingGroupReplicaIndex)
+		if !ok || j >= int(pcsg.Spec.Replicas) || common.IsTerminating(m) {
 			continue
 		}
-		seen[h] = true
-		if err := podclique.CanCreatePod(ctx, r.Client, nil, pcs, m); err != nil {
-			return fmt.Errorf("PodClique %s: the apiserver refuses pods of the updated template, so no group replica is recreated until it would create them: %w", m.Name, err)
+		for _, name := range pcsg.Spec.CliqueNames {
+			clique := pcs.Spec.Template.Clique(name)
+			if clique == nil || apicommon.ScalingGroupPodCliqueName(pcsg.Name, j, name) != m.Name {
+				continue
+			}
+			h := hashes.Clique(name) + "/" + clique.Spec.RoleName
+			if seen[h] || accepted[hashes.Clique(name)] {
+				continue
+			}
+			seen[h] = true
+			desired := m.DeepCopy()
+			common.MutatePodClique(desired, common.PodCliqueTarget{PCS: pcs, Replica: pcsReplica, Clique: clique, Hashes: hashes,
+				Member: &common.ScalingGroupMember{Name: pcsg.Name, Replica: j, MinAvailable: minAvailable}})
+			if err := podclique.CanCreatePod(ctx, r.Client, nil, pcs, desired); err != nil {
+				return fmt.Errorf("PodClique %s: the apiserver refuses pods of the updated template, so no group replica is recreated until it would create them: %w", m.Name, err)
+			}
 		}
 	}
 	return nil
