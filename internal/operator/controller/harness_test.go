@@ -142,8 +142,8 @@ func newEnvOn(t *testing.T, cp *cluster.Cluster, opts ...envOption) *env {
 }
 
 // startOperator runs the operator's controllers against the env's control plane until the test
-// ends.
-func (e *env) startOperator(opts ...envOption) {
+// ends, or until the returned func stops them.
+func (e *env) startOperator(opts ...envOption) (stop func()) {
 	t := e.t
 	t.Helper()
 	s, ns := e.c.Scheme(), e.ns
@@ -175,15 +175,20 @@ func (e *env) startOperator(opts ...envOption) {
 	require.NoError(t, controller.SetupWithManager(ctx, mgr, cfg, registry, setup))
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "manager")
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				assert.NoError(t, err, "manager")
+			case <-time.After(30 * time.Second):
+				t.Error("manager did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func podSpec() corev1.PodSpec {

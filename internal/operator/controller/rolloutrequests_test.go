@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,8 +15,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
+	groveclient "github.com/ai-dynamo/grove/pkg/client"
 	schedulerac "github.com/ai-dynamo/grove/pkg/client/applyconfiguration/scheduler/v1alpha1"
 
 	"github.com/ai-dynamo/grove/internal/operator/controller/podclique"
@@ -208,33 +211,50 @@ func (s *gangStatusApplies) Apply(ctx context.Context, obj runtime.ApplyConfigur
 	return err
 }
 
-// TestUpdateStartWritesGangReadinessTogether: an update changes the generation of the
-// PodGangs whose members it replaces (their pod lists, and with them the reuse reference), and
-// the PodCliqueSet controller rewrites each such gang's Ready condition. Those writes go out
-// together, not one round trip after another.
-func TestUpdateStartWritesGangReadinessTogether(t *testing.T) {
+// TestGangReadinessWritesGoOutTogether: when the Ready condition of several PodGangs is due in
+// one pass of the PodCliqueSet controller, the writes go out together, not one round trip after
+// another (at 166 gangs, one after another held the pass, and the status write after it, for
+// about 9 s). Here the operator is stopped once the gangs are ready, their Ready conditions are
+// set False behind its back, and the restarted operator's first pass finds all of them due.
+func TestGangReadinessWritesGoOutTogether(t *testing.T) {
 	e := newNamespace(t)
-	counter := &gangStatusCounter{}
-	e.writers = map[string]func(client.Client) client.Client{
-		podcliqueset.ControllerName: func(c client.Client) client.Client {
-			counter = &gangStatusCounter{Client: c, together: 2}
-			counter.arrived = sync.NewCond(&counter.mu)
-			return counter
-		},
-	}
-	e.startOperator()
+	stop := e.startOperator()
 	pcs := disaggregated(e.ns, "ready", 1)
 	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4) // the base gang and 3 scaled ones
 	e.create(pcs)
 	tr := e.trackPods(fullStrength("ready", 1, 4, 1))
 	e.startScheduler(e.kwokNode())
 	e.waitRunning(tr, "ready", 1, 13)
-	counter.mu.Lock()
-	counter.counting = true
-	counter.mu.Unlock()
+	gangs := &schedv1alpha1.PodGangList{}
+	allReady := func(c *assert.CollectT) {
+		require.NoError(c, e.c.List(e.ctx, gangs, client.InNamespace(e.ns)))
+		assert.Len(c, gangs.Items, 4)
+		for _, pg := range gangs.Items {
+			assert.True(c, meta.IsStatusConditionTrue(pg.Status.Conditions, apicommon.ConditionReady), "%s ready", pg.Name)
+		}
+	}
+	e.eventually(allReady)
+	stop()
 
-	e.update(pcs, func() { relabel(pcs, "v2") })
-	e.waitUpdated("ready", 1)
+	for i := range gangs.Items {
+		pg := &gangs.Items[i]
+		stale := schedulerac.PodGangStatus().WithConditions(groveclient.Condition(metav1.Condition{
+			Type: apicommon.ConditionReady, Status: metav1.ConditionFalse, Reason: "Stale", Message: "written by the test",
+			ObservedGeneration: pg.Generation, LastTransitionTime: metav1.Now()}))
+		require.NoError(t, e.c.Status().Apply(e.ctx, schedulerac.PodGang(pg.Name, pg.Namespace).WithStatus(stale),
+			client.FieldOwner(apicommon.PodGangReadinessFieldManager), client.ForceOwnership))
+	}
+
+	counter := &gangStatusCounter{}
+	e.writers = map[string]func(client.Client) client.Client{
+		podcliqueset.ControllerName: func(c client.Client) client.Client {
+			counter = &gangStatusCounter{Client: c, together: 2, counting: true}
+			counter.arrived = sync.NewCond(&counter.mu)
+			return counter
+		},
+	}
+	e.startOperator()
+	e.eventually(allReady)
 	counter.mu.Lock()
 	defer counter.mu.Unlock()
 	assert.GreaterOrEqual(t, counter.maxInFlight, 2, "PodGang Ready writes in flight at once")

@@ -117,13 +117,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
 	// The update decides first which group replicas keep their members' template for now: a
 	// replica's members are written only at its turn.
+	// A pass that could not replace anything (a refused dry run, a conflicting progress write)
+	// still creates and removes members.
 	var conflicts bool
-	var held map[int]bool
+	var t turn
 	if syncErr == nil {
-		held, syncErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members, pods, hashes)
+		var updateErr error
+		t, updateErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members, pods, hashes)
+		if t.decided {
+			conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes, t.held)
+		}
+		syncErr = errors.Join(syncErr, updateErr)
 	}
-	if syncErr == nil {
-		conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes, held)
+	if syncErr == nil && len(t.due) > 0 {
+		syncErr = r.deleteWhenWritten(ctx, pcsg, pods, t.due)
 	}
 	recheck, statusErr := r.updateStatus(ctx, pcs, pcsg, members, pods, hashes, syncErr == nil)
 	res := reconcile.Result{RequeueAfter: recheck}

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
@@ -35,6 +37,17 @@ type groupReplica struct {
 	current bool
 }
 
+// turn is what one pass of an update decided.
+type turn struct {
+	// decided: the pass got as far as deciding which replicas are held.
+	decided bool
+	// held are the group replicas whose members keep their template for now.
+	held map[int]bool
+	// due are the old pods of the replicas whose turn came in this pass, deleted once the cache
+	// shows their members written (deleteWhenWritten).
+	due []*corev1.Pod
+}
+
 // claimed: the replica is being replaced while it still serves (its members are written,
 // its old pods not yet deleted), so it draws on the update's budget.
 func (g groupReplica) claimed() bool { return g.current && g.available && len(g.outdated) > 0 }
@@ -51,17 +64,17 @@ func (g groupReplica) claimed() bool { return g.current && g.available && len(g.
 // as upstream Grove recreates a group replica's PodCliques then: until that turn they keep
 // the template their pods run (a pod lost meanwhile comes back as it was), report nothing
 // updated, and are not written. Writing every member up front cost a template write and a
-// status write per member before the first pod was replaced. The returned replicas are those
-// whose members are held. A turn takes two passes: this one writes the members, and the next,
-// once the cache shows them (the consistency check at the top of the reconcile), deletes the
-// old pods, so the PodClique controller, reading the same cache, recreates them from the new
-// template. Deletions are remembered until the cache shows them, so a reconcile on a stale
-// cache never counts a replica being recreated as available.
+// status write per member before the first pod was replaced. At a replica's turn its members
+// are written first (syncMembers) and its old pods deleted only once the cache shows them
+// (deleteWhenWritten), so the PodClique controller, reading the same cache, recreates the pods
+// from the new template; replicas whose members show the new template already have their old
+// pods deleted here. Deletions are remembered until the cache shows them, so a reconcile on a
+// stale cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) (map[int]bool, error) {
+	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) (turn, error) {
 	replicas, accepted, err := r.groupReplicas(ctx, pods, members, hashes)
 	if err != nil {
-		return nil, err
+		return turn{}, err
 	}
 	generation := hashes.Generation()
 	progress := pcsg.Status.UpdateProgress.DeepCopy()
@@ -94,7 +107,7 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	if corev1alpha1.StrategyOf(pcs) != corev1alpha1.RollingRecreateStrategy {
 		// OnDelete replaces nothing itself; under Coherent the PodCliqueSet controller replaces
 		// the whole replica's pods in one pass. Either way the members hold the new template.
-		return nil, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+		return turn{decided: true}, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
 	}
 	held := map[int]bool{}
 	for j, g := range replicas {
@@ -104,9 +117,9 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	}
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
-		return held, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
+		return turn{decided: true, held: held}, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
 	}
-	var deletions []*corev1.Pod
+	var deletions, due []*corev1.Pod
 	var candidates []int
 	for j, g := range replicas {
 		switch {
@@ -115,13 +128,14 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 			deletions = append(deletions, g.outdated...)
 		case !g.available:
 			delete(held, j)
+			due = append(due, g.outdated...)
 		default:
 			candidates = append(candidates, j)
 		}
 	}
 	budget := r.budget(pcs, pcsg, members, replicas)
 	healthy := len(candidates) > 0 && budget > 0
-	var turn []int
+	var picked []int
 	if healthy {
 		// Scaled gangs (the highest indices) go before the base gang's replicas.
 		sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
@@ -130,13 +144,13 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 			sel = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{}
 			progress.ReadyReplicaIndicesSelectedToUpdate = sel
 		}
-		turn = candidates[:min(budget, len(candidates))]
-		for _, j := range turn {
+		picked = candidates[:min(budget, len(candidates))]
+		for _, j := range picked {
 			sel.Current = int32(j) // the last one picked; the budget, not this field, bounds how many
 		}
 	}
 	if err := r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now)); err != nil {
-		return held, err
+		return turn{decided: true, held: held}, err
 	}
 	// Never a healthy group replica before its replacement can be created: pods the apiserver
 	// refuses would leave the gang a replica short for good. Checked once the progress is
@@ -146,30 +160,56 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		if err := r.replacementsCreatable(ctx, pcs, pcsg, members, hashes, accepted); err != nil {
 			errs = append(errs, err)
 		} else {
-			for _, j := range turn {
+			for _, j := range picked {
 				delete(held, j)
+				due = append(due, replicas[j].outdated...)
 			}
 		}
 	}
-	// All at once: a group replica is one gang unit, down as soon as its first pod goes, and
-	// its pods deleted one after another kept it down (and the next step waiting) for a round
-	// trip per pod.
+	errs = append(errs, r.deleteOutdated(ctx, pcsg, pods, deletions))
+	return turn{decided: true, held: held, due: due}, errors.Join(errs...)
+}
+
+// deleteOutdated deletes a pass's old pods all at once: a group replica is one gang unit, down
+// as soon as its first pod goes, and its pods deleted one after another kept it down (and the
+// next step waiting) for a round trip per pod.
+func (r *Reconciler) deleteOutdated(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, pods *groupPods, deletions []*corev1.Pod) error {
 	key := client.ObjectKeyFromObject(pcsg).String()
 	if len(deletions) > 0 {
 		pods.changed()
 	}
-	deleted := make([]error, len(deletions))
+	errs := make([]error, len(deletions))
 	var wg sync.WaitGroup
 	for i, p := range deletions {
 		r.deletions().ExpectDeletion(key, p.UID)
 		wg.Go(func() {
-			if deleted[i] = common.Delete(ctx, r.Client, p); deleted[i] != nil {
+			if errs[i] = common.Delete(ctx, r.Client, p); errs[i] != nil {
 				r.deletions().CancelDeletion(key, p.UID)
 			}
 		})
 	}
 	wg.Wait()
-	return held, errors.Join(append(errs, deleted...)...)
+	return errors.Join(errs...)
+}
+
+// turnWriteWait bounds how long a pass waits for the cache to show the members it wrote at a
+// replica's turn; the watch delivers a write in milliseconds.
+const turnWriteWait = 2 * time.Second
+
+// deleteWhenWritten deletes the old pods of the replicas whose turn came in this pass, once the
+// cache shows the members the pass wrote (the consistency check every reconcile starts with).
+// Waiting here rather than leaving the deletions to the next pass saves a pass per turn, which
+// at a budget of 1 is a pass per group replica, one after the other. Should the cache lag
+// longer, the next pass deletes them: their replicas are current then.
+func (r *Reconciler) deleteWhenWritten(ctx context.Context, pcsg *corev1alpha1.PodCliqueScalingGroup, pods *groupPods, due []*corev1.Pod) error {
+	key := client.ObjectKeyFromObject(pcsg)
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, turnWriteWait, true, func(ctx context.Context) (bool, error) {
+		return r.writes.CaughtUp(ctx, pcsg, key), nil
+	})
+	if err != nil {
+		return nil
+	}
+	return r.deleteOutdated(ctx, pcsg, pods, due)
 }
 
 // budget is how many more available group replicas may be taken down now: the group's

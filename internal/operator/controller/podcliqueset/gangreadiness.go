@@ -76,9 +76,9 @@ func (c *gangReadiness) Sync(ctx context.Context, st *state) error {
 		return nil
 	}
 	st.children.wrote(childPodGangs)
-	// In slow-start batches: an update's start changes every gang's generation at once (its
-	// reuseReservationRef), and the Ready conditions written one after another held this
-	// reconcile, and the status write that starts the update, for a round trip per gang.
+	// In slow-start batches: when many gangs are due at once (a change that reaches every gang,
+	// an operator that starts on a running PodCliqueSet), the Ready conditions written one after
+	// another held this reconcile, and the status write after it, for a round trip per gang.
 	errs := make([]error, len(writes))
 	_, _ = common.SlowStart(ctx, len(writes), func(ctx context.Context, i int) error {
 		errs[i] = applyGangReadiness(ctx, c.r.Client, writes[i].pg, writes[i].want)
