@@ -120,32 +120,43 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 		return turn{decided: true, held: held}, r.writeProgress(ctx, pcsg, endIfDone(progress, anyOutdated, inFlight, now))
 	}
 	var deletions, due []*corev1.Pod
-	var candidates []int
+	var started, waiting []int // available replicas with old pods: members written, or held
 	for j, g := range replicas {
 		switch {
 		case len(g.outdated) == 0:
-		case g.current:
-			deletions = append(deletions, g.outdated...)
 		case !g.available:
-			delete(held, j)
-			due = append(due, g.outdated...)
+			if held[j] {
+				delete(held, j)
+				due = append(due, g.outdated...)
+			} else {
+				deletions = append(deletions, g.outdated...)
+			}
+		case g.current:
+			started = append(started, j)
 		default:
-			candidates = append(candidates, j)
+			waiting = append(waiting, j)
 		}
 	}
-	budget := r.budget(pcs, pcsg, members, replicas)
-	healthy := len(candidates) > 0 && budget > 0
-	var picked []int
-	if healthy {
-		// Scaled gangs (the highest indices) go before the base gang's replicas.
-		sort.Sort(sort.Reverse(sort.IntSlice(candidates)))
+	// Replicas whose members hold the new template already (a turn whose deletions the last
+	// pass left to this one, or members an earlier strategy or operator version wrote up front)
+	// go first, then the held ones; scaled gangs (the highest indices) before the base gang's
+	// replicas. The budget bounds both.
+	sort.Sort(sort.Reverse(sort.IntSlice(started)))
+	sort.Sort(sort.Reverse(sort.IntSlice(waiting)))
+	budget := max(r.budget(pcs, pcsg, members, replicas), 0)
+	startedNow := started[:min(budget, len(started))]
+	picked := waiting[:min(budget-len(startedNow), len(waiting))]
+	for _, j := range startedNow {
+		deletions = append(deletions, replicas[j].outdated...)
+	}
+	healthy := len(picked) > 0
+	if len(startedNow)+len(picked) > 0 {
 		sel := progress.ReadyReplicaIndicesSelectedToUpdate
 		if sel == nil {
 			sel = &corev1alpha1.PodCliqueScalingGroupReplicaUpdateProgress{}
 			progress.ReadyReplicaIndicesSelectedToUpdate = sel
 		}
-		picked = candidates[:min(budget, len(candidates))]
-		for _, j := range picked {
+		for _, j := range append(slices.Clone(startedNow), picked...) {
 			sel.Current = int32(j) // the last one picked; the budget, not this field, bounds how many
 		}
 	}
@@ -213,14 +224,20 @@ func (r *Reconciler) deleteWhenWritten(ctx context.Context, pcsg *corev1alpha1.P
 }
 
 // budget is how many more available group replicas may be taken down now: the group's
-// maxUnavailable (of its desired replicas) less the replicas already unavailable or being
-// replaced and those a scale-in is still removing.
+// maxUnavailable (of its desired replicas) less the replicas already unavailable and those a
+// scale-in is still removing.
 func (r *Reconciler) budget(pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique, replicas []groupReplica) int {
-	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailableOrClaimed(replicas) - len(removedReplicas(pcsg, members))
+	unavailable := 0
+	for _, g := range replicas {
+		if !g.available {
+			unavailable++
+		}
+	}
+	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable - len(removedReplicas(pcsg, members))
 }
 
-// unavailableOrClaimed counts the replicas that draw on the update's budget: those not
-// available, and those being replaced while they still serve.
+// unavailableOrClaimed counts the replicas a scale-in must leave the update's budget for: those
+// not available, and those whose turn has come while they still serve.
 func unavailableOrClaimed(replicas []groupReplica) int {
 	n := 0
 	for _, g := range replicas {
