@@ -219,12 +219,7 @@ func (s *gangStatusApplies) Apply(ctx context.Context, obj runtime.ApplyConfigur
 func TestGangReadinessWritesGoOutTogether(t *testing.T) {
 	e := newNamespace(t)
 	stop := e.startOperator()
-	pcs := disaggregated(e.ns, "ready", 1)
-	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4) // the base gang and 3 scaled ones
-	e.create(pcs)
-	tr := e.trackPods(fullStrength("ready", 1, 4, 1))
-	e.startScheduler(e.kwokNode())
-	e.waitRunning(tr, "ready", 1, 13)
+	e.runGroupOfFour("ready")
 	gangs := &schedv1alpha1.PodGangList{}
 	allReady := func(c *assert.CollectT) {
 		require.NoError(c, e.c.List(e.ctx, gangs, client.InNamespace(e.ns)))
@@ -330,12 +325,7 @@ func TestReplacedGangReadinessNotRewrittenForGenerationAlone(t *testing.T) {
 		},
 	}
 	e.startOperator()
-	pcs := disaggregated(e.ns, "gen", 1)
-	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4) // the base gang and 3 scaled ones
-	e.create(pcs)
-	tr := e.trackPods(fullStrength("gen", 1, 4, 1))
-	e.startScheduler(e.kwokNode())
-	e.waitRunning(tr, "gen", 1, 13)
+	pcs := e.runGroupOfFour("gen")
 	counter.mu.Lock()
 	counter.counting = true
 	counter.mu.Unlock()
@@ -347,4 +337,17 @@ func TestReplacedGangReadinessNotRewrittenForGenerationAlone(t *testing.T) {
 	t.Logf("readiness applies: %d, of which only observedGeneration: %v", counter.all, counter.generationOnly)
 	assert.Positive(t, counter.all, "the replaced gangs' readiness is written")
 	assert.Empty(t, counter.generationOnly, "PodGang readiness applies that only advance observedGeneration")
+}
+
+// runGroupOfFour creates the disaggregated PodCliqueSet name with 4 scaling-group replicas (the
+// base gang and 3 scaled ones) and waits until every pod is ready.
+func (e *env) runGroupOfFour(name string) *corev1alpha1.PodCliqueSet {
+	e.t.Helper()
+	pcs := disaggregated(e.ns, name, 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
+	e.create(pcs)
+	tr := e.trackPods(fullStrength(name, 1, 4, 1))
+	e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, name, 1, 13)
+	return pcs
 }

@@ -63,12 +63,12 @@ func (g groupReplica) claimed() bool { return g.current && g.available && len(g.
 // Under RollingRecreate a replica's members get the new template only at the replica's turn,
 // as upstream Grove recreates a group replica's PodCliques then: until that turn they keep
 // the template their pods run (a pod lost meanwhile comes back as it was), report nothing
-// updated, and are not written. Writing every member up front cost a template write and a
-// status write per member before the first pod was replaced. At a replica's turn its members
+// updated, and are not written. Writing every member up front held the first deletion of a
+// large group for the seconds its template writes took. At a replica's turn its members
 // are written first (syncMembers) and its old pods deleted only once the cache shows them
 // (deleteWhenWritten), so the PodClique controller, reading the same cache, recreates the pods
 // from the new template; replicas whose members show the new template already have their old
-// pods deleted here. Deletions are remembered until the cache shows them, so a reconcile on a
+// pods deleted here, within the budget. Deletions are remembered until the cache shows them, so a reconcile on a
 // stale cache never counts a replica being recreated as available.
 func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
 	members []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) (turn, error) {
