@@ -236,7 +236,7 @@ func (rep *Report) table(w io.Writer) {
 		fmt.Fprintf(w, "\nkube-apiserver CPU profile (%s), cumulative:\n%s\n", apiserverRollingUpdateWindow, strings.Join(rep.APIServerRollingUpdatePprofTop, "\n"))
 	}
 	if len(rep.QuarterRolloutPprofTop) > 0 {
-		fmt.Fprintf(w, "\nCPU profile (%s), cumulative:\n%s\n", apiserverRollingUpdateWindow, strings.Join(rep.QuarterRolloutPprofTop, "\n"))
+		fmt.Fprintf(w, "\ngrove-operator CPU profile (%s), cumulative:\n%s\n", apiserverRollingUpdateWindow, strings.Join(rep.QuarterRolloutPprofTop, "\n"))
 	}
 }
 

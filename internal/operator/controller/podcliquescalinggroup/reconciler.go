@@ -115,17 +115,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pods := &groupPods{reader: r.Client, pcsg: pcsg}
 	// The group's claims exist before its members' pods reference them.
 	syncErr := r.Claims.SyncScalingGroup(ctx, pcs, pcsg)
-	// The update decides first which group replicas keep their members' template for now: a
-	// replica's members are written only at its turn.
-	// A pass that could not replace anything (a refused dry run, a conflicting progress write)
-	// still creates and removes members.
+	// The update decides first which group replicas keep their members' template for now (a
+	// replica's members are written only at its turn); a pass that could not replace anything
+	// (a refused dry run, a conflicting progress write) still creates and removes members.
 	var conflicts bool
 	var t turn
 	if syncErr == nil {
 		var updateErr error
 		t, updateErr = r.replaceOutdatedReplicas(ctx, pcs, pcsg, members, pods, hashes)
 		if t.decided {
-			conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes, t.held)
+			conflicts, syncErr = r.syncMembers(ctx, pcs, pcsg, members, pods, hashes, t)
 		}
 		syncErr = errors.Join(syncErr, updateErr)
 	}
@@ -188,10 +187,10 @@ func (r *Reconciler) listMembers(ctx context.Context, pcsg *corev1alpha1.PodCliq
 
 // syncMembers deletes the PodCliques of replicas at or above spec.replicas (and of cliques no
 // longer in the group) and creates or updates the others, except the existing members of the
-// held replicas, which keep the template their pods run until the update reaches them.
+// replicas the update holds, which keep the template their pods run until their turn.
 // It reports whether a member's name is held by a PodClique Grove did not create.
 func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique,
-	pods *groupPods, hashes *hash.Templates, held map[int]bool) (bool, error) {
+	pods *groupPods, hashes *hash.Templates, update turn) (bool, error) {
 	pcsReplica, ok := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	if !ok {
 		return false, reconcile.TerminalError(fmt.Errorf("PodCliqueScalingGroup %s has no valid %s label", pcsg.Name, apicommon.LabelPodCliqueSetReplicaIndex))
@@ -221,9 +220,9 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 		}
 	}
 	targets = slices.DeleteFunc(targets, func(t common.PodCliqueTarget) bool {
-		return held[t.Member.Replica] && existing[t.Name()]
+		return update.held[t.Member.Replica] && existing[t.Name()]
 	})
-	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods, hashes)
+	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods, hashes, update.taking)
 	if err != nil {
 		return false, err
 	}
@@ -272,10 +271,11 @@ func ptrOr(p *int32, def int32) int32 {
 // scaleInWithinBudget limits a scale-in that overlaps an update of the group's PodCliqueSet
 // replica to the group's rollingUpdate.maxUnavailable, which the update draws on too: whole
 // replicas are removed, highest index first, only as far as the budget left by unavailable
-// replicas and replicas still being removed allows. Outside an update, or for members of
+// replicas, replicas the update takes down in the same pass (taking) and replicas still being
+// removed allows. Outside an update, or for members of
 // cliques no longer in the group, nothing is held back.
 func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members, unwanted []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) ([]*corev1alpha1.PodClique, error) {
+	members, unwanted []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates, taking int) ([]*corev1alpha1.PodClique, error) {
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	progress := pcsg.Status.UpdateProgress
 	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
@@ -298,7 +298,7 @@ func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.
 			waiting = append(waiting, j)
 		}
 	}
-	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailableOrClaimed(replicas) - len(removing)
+	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable(replicas) - taking - len(removing)
 	sort.Sort(sort.Reverse(sort.IntSlice(waiting)))
 	allowed := map[int]bool{}
 	for _, j := range waiting {

@@ -46,11 +46,10 @@ type turn struct {
 	// due are the old pods of the replicas whose turn came in this pass, deleted once the cache
 	// shows their members written (deleteWhenWritten).
 	due []*corev1.Pod
+	// taking counts the available replicas this pass takes down: a scale-in in the same pass
+	// leaves the budget for them.
+	taking int
 }
-
-// claimed: the replica is being replaced while it still serves (its members are written,
-// its old pods not yet deleted), so it draws on the update's budget.
-func (g groupReplica) claimed() bool { return g.current && g.available && len(g.outdated) > 0 }
 
 // replaceOutdatedReplicas moves the group to the current template during an update of its
 // PodCliqueSet replica. A group replica is one gang unit (say a leader and its workers), so it
@@ -149,7 +148,6 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	for _, j := range startedNow {
 		deletions = append(deletions, replicas[j].outdated...)
 	}
-	healthy := len(picked) > 0
 	if len(startedNow)+len(picked) > 0 {
 		sel := progress.ReadyReplicaIndicesSelectedToUpdate
 		if sel == nil {
@@ -167,7 +165,8 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	// refuses would leave the gang a replica short for good. Checked once the progress is
 	// stored, so that a progress write that conflicts does not dry-run again on its retry.
 	var errs []error
-	if healthy {
+	taking := len(startedNow)
+	if len(picked) > 0 {
 		if err := r.replacementsCreatable(ctx, pcs, pcsg, members, hashes, accepted); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -175,10 +174,11 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 				delete(held, j)
 				due = append(due, replicas[j].outdated...)
 			}
+			taking += len(picked)
 		}
 	}
 	errs = append(errs, r.deleteOutdated(ctx, pcsg, pods, deletions))
-	return turn{decided: true, held: held, due: due}, errors.Join(errs...)
+	return turn{decided: true, held: held, due: due, taking: taking}, errors.Join(errs...)
 }
 
 // deleteOutdated deletes a pass's old pods all at once: a group replica is one gang unit, down
@@ -227,21 +227,14 @@ func (r *Reconciler) deleteWhenWritten(ctx context.Context, pcsg *corev1alpha1.P
 // maxUnavailable (of its desired replicas) less the replicas already unavailable and those a
 // scale-in is still removing.
 func (r *Reconciler) budget(pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup, members []*corev1alpha1.PodClique, replicas []groupReplica) int {
-	unavailable := 0
-	for _, g := range replicas {
-		if !g.available {
-			unavailable++
-		}
-	}
-	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable - len(removedReplicas(pcsg, members))
+	return int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable(replicas) - len(removedReplicas(pcsg, members))
 }
 
-// unavailableOrClaimed counts the replicas a scale-in must leave the update's budget for: those
-// not available, and those whose turn has come while they still serve.
-func unavailableOrClaimed(replicas []groupReplica) int {
+// unavailable counts the replicas that do not serve.
+func unavailable(replicas []groupReplica) int {
 	n := 0
 	for _, g := range replicas {
-		if !g.available || g.claimed() {
+		if !g.available {
 			n++
 		}
 	}
