@@ -16,6 +16,9 @@ import (
 
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	corev1alpha1 "github.com/ai-dynamo/grove/pkg/api/core/v1alpha1"
+
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
+	"github.com/ai-dynamo/grove/internal/operator/controller/hash"
 )
 
 func budgetOf(v intstr.IntOrString) *corev1alpha1.RollingUpdateConfiguration {
@@ -278,12 +281,12 @@ func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
 			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
 		}
 	})
-	for name, hash := range old {
+	for name, was := range old {
 		now := e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash]
 		if strings.HasPrefix(name, "turn-0-workers-3-") {
-			assert.NotEqual(t, hash, now, "%s: its replica's turn came first (the highest index)", name)
+			assert.NotEqual(t, was, now, "%s: its replica's turn came first (the highest index)", name)
 		} else {
-			assert.Equal(t, hash, now, "%s keeps the template its pods run until its replica's turn", name)
+			assert.Equal(t, was, now, "%s keeps the template its pods run until its replica's turn", name)
 		}
 	}
 	deletions, _, _, _ := tr.snapshot()
@@ -298,7 +301,61 @@ func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
 
 	sched.pause(false)
 	e.waitUpdated("turn", 1)
-	for name, hash := range old {
-		assert.NotEqual(t, hash, e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash], "%s holds the new template once the update is done", name)
+	for name, was := range old {
+		assert.NotEqual(t, was, e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash], "%s holds the new template once the update is done", name)
 	}
+}
+
+// TestMembersWrittenAheadGoWithinTheBudget: members that already hold the new template when an
+// update reaches their group — as an operator that wrote every member at an update's start left
+// them, upgraded in the middle of a rollout — have their old pods replaced within the group's
+// budget (one replica at a time here, the highest index first), not all at once.
+func TestMembersWrittenAheadGoWithinTheBudget(t *testing.T) {
+	e := newNamespace(t)
+	stop := e.startOperator()
+	pcs := disaggregated(e.ns, "ahead", 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
+		ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}
+	e.create(pcs)
+	tr := e.trackPods(fullStrength("ahead", 1, 4, 1))
+	sched := e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, "ahead", 1, 13)
+
+	stop()
+	sched.pause(true)
+	e.update(pcs, func() { relabel(pcs, "v2") })
+	// Written as the scaling-group controller writes a member, from the defaulted PodCliqueSet.
+	defaulted := pcs.DeepCopy()
+	corev1alpha1.SetDefaultsPodCliqueSet(defaulted)
+	hashes := hash.NewTemplates(&defaulted.Spec.Template)
+	for j := range 4 {
+		for _, clique := range []string{"prefill", "decode"} {
+			member := e.pclq(t, apicommon.ScalingGroupPodCliqueName("ahead-0-workers", j, clique))
+			e.update(member, func() {
+				common.MutatePodClique(member, common.PodCliqueTarget{PCS: defaulted, Replica: 0, Clique: defaulted.Spec.Template.Clique(clique), Hashes: hashes,
+					Member: &common.ScalingGroupMember{Name: "ahead-0-workers", Replica: j, MinAvailable: 1}})
+			})
+		}
+	}
+
+	e.startOperator()
+	e.eventually(func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(e.pcsg(c, "ahead-0-workers").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
+		}
+	})
+	deletions, _, _, _ := tr.snapshot()
+	groupDeletions := 0
+	for _, d := range deletions {
+		if d.group == "ahead-0-workers" {
+			assert.Equal(t, 3, d.groupIndex, "%s: only one replica is taken down, the highest index", d.pod)
+			groupDeletions++
+		}
+	}
+	assert.Equal(t, 3, groupDeletions, "the three pods of one replica, within a budget of 1")
+
+	sched.pause(false)
+	e.waitUpdated("ahead", 1)
 }
