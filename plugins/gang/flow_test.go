@@ -167,3 +167,54 @@ func record(p *Plugin, pods ...*v1.Pod) []*v1.Pod {
 	}
 	return pods
 }
+
+// TestMembersWaitBehindTheScout: once a member finds its gang short of room (the scout), the
+// other members are turned away at PreFilter without checking the gang again and sent back
+// through PreEnqueue, which holds them: the scheduling queue skips a member held there for
+// every event the plugin does not register, where a member left waiting after PreFilter was
+// checked at each pod bound elsewhere. The scout goes through; once it gets a node, or once it
+// is gone, the others are let in.
+func TestMembersWaitBehindTheScout(t *testing.T) {
+	p, a := testPlugin(t)
+	ctx := t.Context()
+	one := []fwk.NodeInfo{cpuNode("n1", "4")}
+	big := record(p, flowGang(p, "big", 6, 8)...)
+	for _, pod := range big {
+		require.Nil(t, p.PreEnqueue(ctx, pod), "no member has scouted yet")
+	}
+
+	s0, _ := cycle()
+	_, st := p.PreFilter(ctx, s0, big[0], one)
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code())
+	assert.Contains(t, st.Message(), "the PodGang needs", "the first member checks the gang: it scouts")
+
+	a.pods = nil
+	s1, _ := cycle()
+	_, st = p.PreFilter(ctx, s1, big[1], one)
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code())
+	assert.Contains(t, st.Message(), "another of its members retries it")
+	assert.Equal(t, []string{"ns/big-1"}, a.pods, "sent back through PreEnqueue")
+	st = p.PreEnqueue(ctx, big[1])
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code(), "held at PreEnqueue while the scout waits")
+	assert.Nil(t, p.PreEnqueue(ctx, big[0]), "the scout itself goes through")
+
+	// Room came: the scout gets a node and brings the others along; PreEnqueue lets them in.
+	two := []fwk.NodeInfo{cpuNode("n1", "4"), cpuNode("n2", "4")}
+	s0, act := cycle()
+	_, st = p.PreFilter(ctx, s0, big[0], two)
+	require.True(t, st.IsSuccess(), "%v", st)
+	require.Nil(t, p.Reserve(ctx, s0, big[0], "n1"))
+	assert.Contains(t, act.Map, "ns/big-1")
+	assert.Nil(t, p.PreEnqueue(ctx, big[1]), "the scout has a node")
+
+	// A scout that is gone lets the others in at once.
+	other := record(p, flowGang(p, "other", 6, 8)...)
+	so, _ := cycle()
+	_, st = p.PreFilter(ctx, so, other[0], one)
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, st.Code())
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, p.PreEnqueue(ctx, other[1]).Code())
+	a.pods = nil
+	p.gangs.DeletePod(other[0])
+	assert.Contains(t, a.pods, "ns/other-1", "the members it held are activated")
+	assert.Nil(t, p.PreEnqueue(ctx, other[1]))
+}

@@ -235,6 +235,9 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *v1.Pod) *fwk.Status {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
 			"the gang backs off until %s after a failed attempt: %s", until.Format(time.RFC3339), reason))
 	}
+	if !p.gangs.Requeue(pod) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, scoutWaits(key))
+	}
 	// Its quorum now waits in the queue: elastic pods of other gangs keep its room free.
 	p.gangs.MarkQueued(key)
 	return nil
@@ -276,6 +279,14 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 			return nil, nil
 		}
 	case ledger.Proceed:
+		if v.FirstOfAttempt && !p.gangs.Requeue(pod) {
+			// Another member found no room for the gang and retries it for all of them. This one
+			// goes back through PreEnqueue, which holds it there: the scheduling queue then skips
+			// it for every event the plugin does not register (each pod bound elsewhere, say),
+			// where each member left waiting here was checked at each of them.
+			p.activate([]*v1.Pod{pod})
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, scoutWaits(key))
+		}
 		if v.FirstOfAttempt {
 			why := p.scaleOutWaits(pod, key, g, nodeInfos)
 			if why == "" {
@@ -303,6 +314,11 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 		}
 	}
 	return nil, nil
+}
+
+// scoutWaits says why a member waits while another member of its gang scouts (gangcache.SetScout).
+func scoutWaits(key string) string {
+	return fmt.Sprintf("PodGang %s found no room at its last attempt; another of its members retries it when room may have come, and brings this one along", key)
 }
 
 // wholeGangFits returns why the gang's remaining quorum cannot fit the nodes, or "". Each
@@ -607,7 +623,7 @@ func (p *Plugin) GangEvent(key string, ev gangcache.Event) {
 			}
 		}
 		p.status.enqueue(key)
-	case gangcache.QuorumPresent, gangcache.MemberPresent:
+	case gangcache.QuorumPresent, gangcache.MemberPresent, gangcache.ScoutLeft:
 		p.activate(p.gangs.Pending(key))
 	case gangcache.GangDeleted:
 		// The cache already dropped the gang's state (its one cleanup); the members waiting at

@@ -101,6 +101,9 @@ const (
 	// BasePlaced: every PodGroup of a base PodGang (one no other PodGang names as its base) now
 	// has minReplicas members bound. The scaled PodGangs that name it may start.
 	BasePlaced
+	// ScoutLeft: the member that scouted for the gang (SetScout) is gone. The members it held
+	// back (the gang plugin's PreEnqueue) may try again; no scheduler event tells them.
+	ScoutLeft
 )
 
 // Handler is told about changes after the cache is updated, outside its lock. The gang plugin
@@ -574,10 +577,15 @@ func (c *Cache) DeletePod(pod *v1.Pod) {
 	}
 	e.setMember(pod.UID, nil)
 	e.updateQuorumPresent()
+	events := []Event{MembersChanged}
+	if e.scout == pod.UID {
+		e.scout = ""
+		events = append(events, ScoutLeft)
+	}
 	c.track(key, e)
 	c.removeIfEmpty(key, e)
 	c.mu.Unlock()
-	c.notify(key, MembersChanged)
+	c.notify(key, events...)
 }
 
 // UpsertPodGang records a PodGang.
@@ -904,7 +912,9 @@ func (c *Cache) SetScout(key string, uid types.UID) {
 func (c *Cache) ClearScout(key string) { c.SetScout(key, "") }
 
 // Requeue reports whether a cluster change should bring the pending member back to the queue:
-// yes unless another member, still pending, scouts for its gang.
+// yes unless another member, still pending, scouts for its gang. The gang plugin also holds
+// such a member at PreEnqueue, where the scheduling queue skips it for every event the plugin
+// does not register, rather than ask each member of a stuck gang about every pod bound.
 func (c *Cache) Requeue(pod *v1.Pod) bool {
 	key, _, ok := GangKey(pod)
 	if !ok {
