@@ -275,12 +275,7 @@ func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
 
 	sched.pause(true)
 	e.update(pcs, func() { relabel(pcs, "v2") })
-	e.eventually(func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(e.pcsg(c, "turn-0-workers").Status.Conditions, apicommon.ConditionUpdateInProgress)
-		if assert.NotNil(c, cond) {
-			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
-		}
-	})
+	e.waitProgressDeadline("turn-0-workers")
 	for name, was := range old {
 		now := e.pclq(t, name).Labels[apicommon.LabelPodTemplateHash]
 		if strings.HasPrefix(name, "turn-0-workers-3-") {
@@ -289,15 +284,7 @@ func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
 			assert.Equal(t, was, now, "%s keeps the template its pods run until its replica's turn", name)
 		}
 	}
-	deletions, _, _, _ := tr.snapshot()
-	groupDeletions := 0
-	for _, d := range deletions {
-		if d.group == "turn-0-workers" {
-			assert.Equal(t, 3, d.groupIndex, "%s: only the replica at its turn loses pods", d.pod)
-			groupDeletions++
-		}
-	}
-	assert.Equal(t, 3, groupDeletions, "the three pods of the replica at its turn")
+	onlyReplicaDeleted(t, tr, "turn-0-workers", 3, 3)
 
 	sched.pause(false)
 	e.waitUpdated("turn", 1)
@@ -340,22 +327,35 @@ func TestMembersWrittenAheadGoWithinTheBudget(t *testing.T) {
 	}
 
 	e.startOperator()
+	e.waitProgressDeadline("ahead-0-workers")
+	onlyReplicaDeleted(t, tr, "ahead-0-workers", 3, 3)
+
+	sched.pause(false)
+	e.waitUpdated("ahead", 1)
+}
+
+// waitProgressDeadline waits until the scaling group's update reports ProgressDeadlineExceeded.
+func (e *env) waitProgressDeadline(pcsg string) {
+	e.t.Helper()
 	e.eventually(func(c *assert.CollectT) {
-		cond := meta.FindStatusCondition(e.pcsg(c, "ahead-0-workers").Status.Conditions, apicommon.ConditionUpdateInProgress)
+		cond := meta.FindStatusCondition(e.pcsg(c, pcsg).Status.Conditions, apicommon.ConditionUpdateInProgress)
 		if assert.NotNil(c, cond) {
 			assert.Equal(c, apicommon.ReasonProgressDeadlineExceeded, cond.Reason)
 		}
 	})
+}
+
+// onlyReplicaDeleted asserts that the tracker saw exactly pods deletions of the scaling group's
+// pods, all of group replica index.
+func onlyReplicaDeleted(t *testing.T, tr *podTracker, group string, index, pods int) {
+	t.Helper()
 	deletions, _, _, _ := tr.snapshot()
-	groupDeletions := 0
+	n := 0
 	for _, d := range deletions {
-		if d.group == "ahead-0-workers" {
-			assert.Equal(t, 3, d.groupIndex, "%s: only one replica is taken down, the highest index", d.pod)
-			groupDeletions++
+		if d.group == group {
+			assert.Equal(t, index, d.groupIndex, "%s: only group replica %d loses pods", d.pod, index)
+			n++
 		}
 	}
-	assert.Equal(t, 3, groupDeletions, "the three pods of one replica, within a budget of 1")
-
-	sched.pause(false)
-	e.waitUpdated("ahead", 1)
+	assert.Equal(t, pods, n, "pods of %s deleted", group)
 }
