@@ -257,14 +257,7 @@ func TestUpdateInProgressPerComponent(t *testing.T) {
 // schedule again, every member moves.
 func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
 	e := newEnv(t)
-	pcs := disaggregated(e.ns, "turn", 1)
-	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
-	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
-		ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}
-	e.create(pcs)
-	tr := e.trackPods(fullStrength("turn", 1, 4, 1))
-	sched := e.startScheduler(e.kwokNode())
-	e.waitRunning(tr, "turn", 1, 13)
+	pcs, tr, sched := e.groupOfFourWithDeadline("turn")
 	old := map[string]string{}
 	for j := range 4 {
 		for _, clique := range []string{"prefill", "decode"} {
@@ -300,14 +293,7 @@ func TestGroupMembersTakeTheNewTemplateAtTheirTurn(t *testing.T) {
 func TestMembersWrittenAheadGoWithinTheBudget(t *testing.T) {
 	e := newNamespace(t)
 	stop := e.startOperator()
-	pcs := disaggregated(e.ns, "ahead", 1)
-	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
-	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
-		ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}
-	e.create(pcs)
-	tr := e.trackPods(fullStrength("ahead", 1, 4, 1))
-	sched := e.startScheduler(e.kwokNode())
-	e.waitRunning(tr, "ahead", 1, 13)
+	pcs, tr, sched := e.groupOfFourWithDeadline("ahead")
 
 	stop()
 	sched.pause(true)
@@ -358,4 +344,19 @@ func onlyReplicaDeleted(t *testing.T, tr *podTracker, group string, index, pods 
 		}
 	}
 	assert.Equal(t, pods, n, "pods of %s deleted", group)
+}
+
+// groupOfFourWithDeadline runs the disaggregated PodCliqueSet name with 4 scaling-group
+// replicas whose updates have a progressDeadline of 2 s, every pod ready and tracked.
+func (e *env) groupOfFourWithDeadline(name string) (*corev1alpha1.PodCliqueSet, *podTracker, *scheduler) {
+	e.t.Helper()
+	pcs := disaggregated(e.ns, name, 1)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].Replicas = ptr.To[int32](4)
+	pcs.Spec.Template.PodCliqueScalingGroupConfigs[0].RollingUpdate = &corev1alpha1.RollingUpdateConfiguration{
+		ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}
+	e.create(pcs)
+	tr := e.trackPods(fullStrength(name, 1, 4, 1))
+	sched := e.startScheduler(e.kwokNode())
+	e.waitRunning(tr, name, 1, 13)
+	return pcs, tr, sched
 }
