@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 )
 
 // ReadCRDs reads every CustomResourceDefinition in the given files or directories (recursively).
@@ -56,7 +57,9 @@ func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, err
 	return crds, nil
 }
 
-// InstallCRDs creates (or updates) the CRDs found in paths and waits until they are Established.
+// InstallCRDs creates (or updates) the CRDs found in paths and waits until they are Established
+// and discovery serves each of their versions: a client's REST mapper reads discovery, and
+// Established alone left a test's first create now and then failing with "no matches for kind".
 func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) error {
 	crds, err := ReadCRDs(paths...)
 	if err != nil {
@@ -92,6 +95,33 @@ func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) error {
 		})
 		if err != nil {
 			return fmt.Errorf("CRD %s not Established: %w", name, err)
+		}
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		for _, v := range crd.Spec.Versions {
+			if !v.Served {
+				continue
+			}
+			gv, plural := crd.Spec.Group+"/"+v.Name, crd.Spec.Names.Plural
+			err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				list, err := disc.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					return false, nil
+				}
+				for _, r := range list.APIResources {
+					if r.Name == plural {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("CRD %s: discovery does not serve %s in %s: %w", crd.Name, plural, gv, err)
+			}
 		}
 	}
 	return nil
