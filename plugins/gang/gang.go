@@ -279,15 +279,15 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 			return nil, nil
 		}
 	case ledger.Proceed:
-		if v.FirstOfAttempt && !p.gangs.Requeue(pod) {
-			// Another member found no room for the gang and retries it for all of them. This one
-			// goes back through PreEnqueue, which holds it there: the scheduling queue then skips
-			// it for every event the plugin does not register (each pod bound elsewhere, say),
-			// where each member left waiting here was checked at each of them.
-			p.activate([]*v1.Pod{pod})
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, scoutWaits(key))
-		}
 		if v.FirstOfAttempt {
+			if !p.gangs.Requeue(pod) {
+				// Another member found no room for the gang and retries it for all of them. This
+				// one goes back through PreEnqueue, which holds it there: the scheduling queue then
+				// skips it for every event the plugin does not register (each pod bound
+				// elsewhere, say), where each member left waiting here was checked at each of them.
+				p.activate([]*v1.Pod{pod})
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, scoutWaits(key))
+			}
 			why := p.scaleOutWaits(pod, key, g, nodeInfos)
 			if why == "" {
 				why = p.quorumAheadFits(pod, key, nodeInfos)

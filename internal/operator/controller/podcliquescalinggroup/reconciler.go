@@ -222,7 +222,7 @@ func (r *Reconciler) syncMembers(ctx context.Context, pcs *corev1alpha1.PodCliqu
 	targets = slices.DeleteFunc(targets, func(t common.PodCliqueTarget) bool {
 		return update.held[t.Member.Replica] && existing[t.Name()]
 	})
-	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods, hashes, update.taking)
+	unwanted, err := r.scaleInWithinBudget(ctx, pcs, pcsg, members, unwanted, pods, hashes)
 	if err != nil {
 		return false, err
 	}
@@ -271,11 +271,12 @@ func ptrOr(p *int32, def int32) int32 {
 // scaleInWithinBudget limits a scale-in that overlaps an update of the group's PodCliqueSet
 // replica to the group's rollingUpdate.maxUnavailable, which the update draws on too: whole
 // replicas are removed, highest index first, only as far as the budget left by unavailable
-// replicas, replicas the update takes down in the same pass (taking) and replicas still being
-// removed allows. Outside an update, or for members of
-// cliques no longer in the group, nothing is held back.
+// replicas and replicas still being removed allows. Replicas an update's turn takes down in the
+// same pass need no share of their own: the update's budget already left room for every
+// replica a scale-in removes (budget). Outside an update, or for members of cliques no longer in
+// the group, nothing is held back.
 func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.PodCliqueSet, pcsg *corev1alpha1.PodCliqueScalingGroup,
-	members, unwanted []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates, taking int) ([]*corev1alpha1.PodClique, error) {
+	members, unwanted []*corev1alpha1.PodClique, pods *groupPods, hashes *hash.Templates) ([]*corev1alpha1.PodClique, error) {
 	pcsReplica, _ := common.IntLabel(pcsg, apicommon.LabelPodCliqueSetReplicaIndex)
 	progress := pcsg.Status.UpdateProgress
 	if len(unwanted) == 0 || progress == nil || progress.UpdateEndedAt != nil || !common.IsReplicaBeingUpdated(pcs, pcsReplica) {
@@ -298,7 +299,7 @@ func (r *Reconciler) scaleInWithinBudget(ctx context.Context, pcs *corev1alpha1.
 			waiting = append(waiting, j)
 		}
 	}
-	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable(replicas) - taking - len(removing)
+	budget := int(corev1alpha1.ResolveMaxUnavailable(rollingUpdateOfGroup(pcs, pcsg), pcsg.Spec.Replicas)) - unavailable(replicas) - len(removing)
 	sort.Sort(sort.Reverse(sort.IntSlice(waiting)))
 	allowed := map[int]bool{}
 	for _, j := range waiting {

@@ -46,9 +46,6 @@ type turn struct {
 	// due are the old pods of the replicas whose turn came in this pass, deleted once the cache
 	// shows their members written (deleteWhenWritten).
 	due []*corev1.Pod
-	// taking counts the available replicas this pass takes down: a scale-in in the same pass
-	// leaves the budget for them.
-	taking int
 }
 
 // replaceOutdatedReplicas moves the group to the current template during an update of its
@@ -165,7 +162,6 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 	// refuses would leave the gang a replica short for good. Checked once the progress is
 	// stored, so that a progress write that conflicts does not dry-run again on its retry.
 	var errs []error
-	taking := len(startedNow)
 	if len(picked) > 0 {
 		if err := r.replacementsCreatable(ctx, pcs, pcsg, members, hashes, accepted); err != nil {
 			errs = append(errs, err)
@@ -174,11 +170,10 @@ func (r *Reconciler) replaceOutdatedReplicas(ctx context.Context, pcs *corev1alp
 				delete(held, j)
 				due = append(due, replicas[j].outdated...)
 			}
-			taking += len(picked)
 		}
 	}
 	errs = append(errs, r.deleteOutdated(ctx, pcsg, pods, deletions))
-	return turn{decided: true, held: held, due: due, taking: taking}, errors.Join(errs...)
+	return turn{decided: true, held: held, due: due}, errors.Join(errs...)
 }
 
 // deleteOutdated deletes a pass's old pods all at once: a group replica is one gang unit, down
