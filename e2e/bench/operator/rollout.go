@@ -179,7 +179,9 @@ func setRevision(containers []corev1.Container, revision string) {
 }
 
 // rolloutRatios compares each of Grove's rollout rows with the Deployment rolling update of the
-// same pods (target: ready within 1.5× at maxUnavailable 25%).
+// same pods (target: ready within 1.5× at maxUnavailable 25%). With every core busy in both, the
+// ratio of the times is the ratio of the control plane's CPU: the two CPU columns say how much
+// of it is grove-operator's own, and what the ratio would be if the operator cost nothing.
 func (rep *Report) rolloutRatios() [][]string {
 	var out [][]string
 	for _, r := range rep.Results {
@@ -189,10 +191,34 @@ func (rep *Report) rolloutRatios() [][]string {
 		base := rep.baseline(kindDeploymentRollout, r.Pods)
 		out = append(out, []string{r.Name, ratio(r, MReady, base, MReady), ratio(r, MAvailable, base, MReady),
 			score(r.PlacementScoreBefore) + " / " + score(r.PlacementScoreMinBefore),
-			score(r.PlacementScoreAfter) + " / " + score(r.PlacementScoreMinAfter)})
+			score(r.PlacementScoreAfter) + " / " + score(r.PlacementScoreMinAfter),
+			cpuRatio(r, base, ""), cpuRatio(r, base, "grove-operator")})
 	}
 	return out
 }
 
+// cpuRatio is the control plane's CPU seconds during r over those during base, leaving out the
+// process named without (none when empty); "–" when either was not measured.
+func cpuRatio(r, base *Result, without string) string {
+	if base == nil {
+		return "–"
+	}
+	sum := func(x *Result) float64 {
+		total := 0.0
+		for name, s := range x.CPUByProcess {
+			if name != without {
+				total += s
+			}
+		}
+		return total
+	}
+	a, b := sum(r), sum(base)
+	if a == 0 || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
 var rolloutHeads = []string{"workload", "ready ÷ Deployment rollout ready", "PCS available ÷ Deployment rollout ready",
-	"placement score before (mean / min)", "placement score after (mean / min)"}
+	"placement score before (mean / min)", "placement score after (mean / min)",
+	"control-plane CPU ÷ Deployment rollout's", "the same without grove-operator's CPU"}

@@ -4,18 +4,22 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/controller/util/consistency"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ai-dynamo/grove/internal/operator/backend"
+	"github.com/ai-dynamo/grove/internal/operator/controller/common"
 	apicommon "github.com/ai-dynamo/grove/pkg/api/common"
 	schedv1alpha1 "github.com/ai-dynamo/grove/pkg/api/scheduler/v1alpha1"
 )
@@ -168,4 +172,71 @@ func TestAGangIsNotHeldBackByAnotherGangsWrite(t *testing.T) {
 	assert.Positive(t, res.RequeueAfter, "p-0's own create is still under way")
 	close(release)
 	require.NoError(t, <-firstDone)
+}
+
+// laggingInformer is a PodGang informer that has processed events up to rv.
+type laggingInformer struct{ rv atomic.Value }
+
+func (l *laggingInformer) LastStoreSyncResourceVersion() string { s, _ := l.rv.Load().(string); return s }
+
+// A gang created a moment ago is not created again when the cache catches up between the
+// creator's read and its check of the record: the check comes first, so a read after it shows
+// the gang. Read first, the creator sent a create the apiserver refused (AlreadyExists) for 30
+// of the 165 gangs of the 1000-pod apply while the operator's informers lagged behind.
+func TestAGangIsNotCreatedAgainWhenTheCacheCatchesUpMidReconcile(t *testing.T) {
+	now := time.Now()
+	f := newGangFixture(1, now)
+	f.addPod(0, "p-0-w-a", now, false)
+	f.addPod(0, "p-0-w-b", now, false)
+	informer := &laggingInformer{}
+	var (
+		created   []string
+		lagging   atomic.Bool
+		createdRV string
+	)
+	c := f.client(t, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			created = append(created, obj.GetName())
+			err := c.Create(ctx, obj, opts...)
+			// The apiserver's resourceVersions are cluster-wide; the fake client's start at 1
+			// for each object, which leaves no room for an informer behind it.
+			obj.SetResourceVersion("10")
+			createdRV = obj.GetResourceVersion()
+			return err
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, gang := obj.(*schedv1alpha1.PodGang); gang && lagging.Load() {
+				// The cache does not show the gang yet, and its create event arrives just
+				// after this read.
+				lagging.Store(false)
+				informer.rv.Store(createdRV)
+				return apierrors.NewNotFound(schedv1alpha1.Resource("podgangs"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	gc := &gangCreator{r: &Reconciler{Client: c, Registry: &backend.Registry{},
+		gangWrites: common.NewWritesFrom(c.Scheme(), c, map[client.Object]consistency.LastSyncRVGetter{&schedv1alpha1.PodGang{}: informer})}}
+	gc.r.gangWrites.RememberCreates(&schedv1alpha1.PodGang{})
+	ctx := context.Background()
+
+	_, err := gc.Reconcile(ctx, gangRequest("p-0"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"p-0"}, created)
+	informer.rv.Store("9")
+	lagging.Store(true)
+
+	// A pod event brings the gang back while the informer lags.
+	res, err := gc.Reconcile(ctx, gangRequest("p-0"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p-0"}, created, "the gang is not created again")
+	assert.Positive(t, res.RequeueAfter, "put off until the cache shows the create")
+	assert.True(t, lagging.Load(), "the cache is not read before the record says it shows the create")
+
+	lagging.Store(false) // the create event arrives
+	informer.rv.Store(createdRV)
+	res, err = gc.Reconcile(ctx, gangRequest("p-0"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p-0"}, created)
+	assert.Zero(t, res.RequeueAfter, "the cache shows the gang: nothing left to do")
 }
