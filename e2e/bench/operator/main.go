@@ -305,6 +305,9 @@ type Result struct {
 	// CPUByProcess is the CPU seconds each process of the control plane used during the
 	// workload, by executable name (clusterCPU).
 	CPUByProcess map[string]float64 `json:"cpuByProcess,omitempty"`
+	// BenchmarkCPUSeconds is this process's CPU time during the workload: its informers and
+	// its polls share the machine's cores with the control plane.
+	BenchmarkCPUSeconds float64 `json:"benchmarkCPUSeconds,omitempty"`
 	Start        time.Time          `json:"start"`
 	End          time.Time          `json:"end"`
 	// PlacementScoreBefore/After are the PodGangs' mean placement score around a rollout (nil:
@@ -329,6 +332,7 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 	pid := b.env.Operator.PID()
 	cpu0, _ := cpuSeconds(pid)
 	all0 := clusterCPU(b.env.Cluster.Dir)
+	self0, _ := cpuSeconds(os.Getpid())
 	req0, _ := b.apiserverRequests(ctx)
 	r := &Result{Name: name, Kind: kind, Pods: pods, Order: milestones, Milestones: map[string]float64{}, Start: time.Now()}
 	b.results = append(b.results, r)
@@ -345,6 +349,9 @@ func (b *bench) measure(ctx context.Context, name, kind string, pods int, milest
 	r.CPUByProcess = map[string]float64{}
 	for name, s := range clusterCPU(b.env.Cluster.Dir) {
 		r.CPUByProcess[name] = s - all0[name]
+	}
+	if self1, err := cpuSeconds(os.Getpid()); err == nil {
+		r.BenchmarkCPUSeconds = self1 - self0
 	}
 	if req1, err := b.apiserverRequests(ctx); err == nil {
 		r.APIServerRequests = req1 - req0
