@@ -307,9 +307,9 @@ type Result struct {
 	CPUByProcess map[string]float64 `json:"cpuByProcess,omitempty"`
 	// BenchmarkCPUSeconds is this process's CPU time during the workload: its informers and
 	// its polls share the machine's cores with the control plane.
-	BenchmarkCPUSeconds float64 `json:"benchmarkCPUSeconds,omitempty"`
-	Start        time.Time          `json:"start"`
-	End          time.Time          `json:"end"`
+	BenchmarkCPUSeconds float64   `json:"benchmarkCPUSeconds,omitempty"`
+	Start               time.Time `json:"start"`
+	End                 time.Time `json:"end"`
 	// PlacementScoreBefore/After are the PodGangs' mean placement score around a rollout (nil:
 	// none has one).
 	PlacementScoreBefore *float64 `json:"placementScoreBefore,omitempty"`

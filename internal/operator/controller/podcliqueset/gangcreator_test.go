@@ -177,7 +177,10 @@ func TestAGangIsNotHeldBackByAnotherGangsWrite(t *testing.T) {
 // laggingInformer is a PodGang informer that has processed events up to rv.
 type laggingInformer struct{ rv atomic.Value }
 
-func (l *laggingInformer) LastStoreSyncResourceVersion() string { s, _ := l.rv.Load().(string); return s }
+func (l *laggingInformer) LastStoreSyncResourceVersion() string {
+	s, _ := l.rv.Load().(string)
+	return s
+}
 
 // A gang created a moment ago is not created again when the cache catches up between the
 // creator's read and its check of the record: the check comes first, so a read after it shows
