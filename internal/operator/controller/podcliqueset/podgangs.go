@@ -160,7 +160,7 @@ func (c *podGangs) apply(ctx context.Context, st *state, g plannedGang, pg *sche
 			st.requeueAfter(max(wait-c.r.now().Sub(planned), minGangRequeue))
 			return nil
 		}
-		if held, err := c.nameHeld(ctx, st, g.name); err != nil || held {
+		if taken, err := c.nameTaken(ctx, st, g.name); err != nil || taken {
 			return err
 		}
 		pg = &schedv1alpha1.PodGang{ObjectMeta: metav1.ObjectMeta{
@@ -365,29 +365,20 @@ func emptyToNil(m map[string]string) map[string]string {
 	return m
 }
 
-// nameHeld reports whether the PodGang's name is held, so that it must not be created now:
-//   - by this PodCliqueSet's own gang, which the fast path (gangCreator) created after this pass
-//     read the cache: its create event brings the pass back. The record of creates is checked
-//     before the cache is read, as the fast path does. A pass of the 1000-pod apply sent 30
-//     creates the apiserver refused (AlreadyExists) for gangs the fast path had made meanwhile.
-//   - by an object this PodCliqueSet does not control. Creating the gang would fail forever
-//     with AlreadyExists while its pods stay gated, so the conflict is reported on the
-//     PodCliqueSet (condition and event naming the holder) and checked again shortly: deleting
-//     the foreign object sends no event this controller sees.
-func (c *podGangs) nameHeld(ctx context.Context, st *state, name string) (bool, error) {
-	key := client.ObjectKey{Namespace: st.pcs.Namespace, Name: name}
-	if c.r.gangWrites != nil && c.r.gangWrites.CreateUnseen(&schedv1alpha1.PodGang{}, key) {
-		return true, nil
-	}
+// nameTaken reports whether an object this PodCliqueSet does not control holds the PodGang's
+// name. Creating it would fail forever with AlreadyExists while its pods stay gated, so the
+// conflict is reported on the PodCliqueSet (condition and event naming the holder) and checked
+// again shortly: deleting the foreign object sends no event this controller sees.
+func (c *podGangs) nameTaken(ctx context.Context, st *state, name string) (bool, error) {
 	other := &schedv1alpha1.PodGang{}
-	err := c.r.Client.Get(ctx, key, other)
+	err := c.r.Client.Get(ctx, client.ObjectKey{Namespace: st.pcs.Namespace, Name: name}, other)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
 		return false, err
 	case controlledAs(other, st.stored, apicommon.ComponentPodGang):
-		return true, nil
+		return false, nil
 	}
 	holder := "no controller"
 	if ref := metav1.GetControllerOf(other); ref != nil {
