@@ -367,6 +367,18 @@ func perPod(r *Result) []string {
 // cpuProcesses are the columns of the CPU table, in order; other processes count in the total.
 var cpuProcesses = []string{"kube-apiserver", "etcd", "grove-operator", "grove-scheduler", "kube-scheduler", "kube-controller-manager", "kwok"}
 
+// cpuTotal is the CPU seconds of every control-plane process during r but the one named without
+// (none when empty).
+func cpuTotal(r *Result, without string) float64 {
+	total := 0.0
+	for name, s := range r.CPUByProcess {
+		if name != without {
+			total += s
+		}
+	}
+	return total
+}
+
 // cpuTable prints the CPU seconds each control-plane process used per workload and how busy
 // that kept the machine's cores: a workload at close to every core is bound by CPU, not by a
 // client's QPS, and then every request any client makes costs time.
@@ -380,10 +392,7 @@ func cpuTable(p func(string, ...any), results []*Result) {
 		}
 		wall := r.End.Sub(r.Start).Seconds()
 		cells := []string{r.Name, fmt.Sprintf("%.1f", wall)}
-		total := 0.0
-		for _, s := range r.CPUByProcess {
-			total += s
-		}
+		total := cpuTotal(r, "")
 		for _, name := range cpuProcesses {
 			cells = append(cells, fmt.Sprintf("%.1f", r.CPUByProcess[name]))
 		}

@@ -203,16 +203,7 @@ func cpuRatio(r, base *Result, without string) string {
 	if base == nil {
 		return "–"
 	}
-	sum := func(x *Result) float64 {
-		total := 0.0
-		for name, s := range x.CPUByProcess {
-			if name != without {
-				total += s
-			}
-		}
-		return total
-	}
-	a, b := sum(r), sum(base)
+	a, b := cpuTotal(r, without), cpuTotal(base, without)
 	if a == 0 || b == 0 {
 		return "–"
 	}
